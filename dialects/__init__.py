@@ -1,0 +1,1 @@
+"""fusec's dialects: `aten` (imported PyTorch graphs) and `fusion` (fused groups)."""

@@ -1,0 +1,1057 @@
+"""The `aten` dialect: an imported PyTorch graph, one op per PyTorch operator kind.
+
+Ops work on builtin `tensor<...>` types and Python scalars (`f64`, `i64`, `i1`
+SSA values). Every verifier infers its result types with the rules in
+`fusec.dialects.inference` (broadcasting, dtype promotion) and checks them:
+
+    func.func @f(%x: tensor<4x1xf32>, %y: tensor<3xf32>) -> tensor<4x3xf32> {
+      %s = arith.constant 2.0 : f64
+      %0 = aten.mul %x, %s : tensor<4x1xf32>, f64 -> tensor<4x1xf32>
+      %1 = aten.add %0, %y alpha = 2 : i64 : tensor<4x1xf32>, tensor<3xf32> -> tensor<4x3xf32>
+      func.return %1 : tensor<4x3xf32>
+    }
+
+Passes ask traits, never lists: `Pointwise` marks elementwise ops, `ShapeOp` marks
+views and layout ops, and anything else is a fusion barrier.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC
+from collections.abc import Sequence
+from typing import ClassVar
+
+from fusec.dialects import inference as inf
+from fusec.dialects.inference import BOOL, DEFAULT_FLOAT, I64
+from xdsl.dialects.builtin import (
+    DenseArrayBase,
+    FloatAttr,
+    IntegerAttr,
+    StringAttr,
+    TensorType,
+    i64,
+)
+from xdsl.ir import Attribute, Dialect, Operation, SSAValue
+from xdsl.irdl import (
+    AnyAttr,
+    IRDLOperation,
+    VarResultDef,
+    base,
+    irdl_op_definition,
+    operand_def,
+    opt_operand_def,
+    opt_prop_def,
+    prop_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+    var_result_def,
+)
+from xdsl.traits import OpTrait, Pure
+from xdsl.utils.exceptions import VerifyException
+
+Number = base(FloatAttr) | base(IntegerAttr)
+IntArray = DenseArrayBase.constr(i64)
+
+
+class Pointwise(OpTrait):
+    """Each result element depends only on the operand elements at the same
+    (broadcast) index, so the op can run inside a fused loop nest."""
+
+
+class ShapeOp(OpTrait):
+    """A view or layout op (expand, view, chunk, cat, ...): it moves elements and
+    computes none. Passes decide case by case which of these can enter a group."""
+
+
+def number_value(attr: Attribute | None, default: float | int) -> float | int:
+    """The Python value of an optional `Number` property."""
+    if attr is None:
+        return default
+    assert isinstance(attr, FloatAttr | IntegerAttr)
+    return attr.value.data
+
+
+def number_attr(value: float | int | bool) -> FloatAttr | IntegerAttr:
+    """A `Number` property for a Python scalar: `2.0 : f64`, `2 : i64`."""
+    if isinstance(value, bool):
+        return IntegerAttr(int(value), BOOL)
+    if isinstance(value, int):
+        return IntegerAttr(value, I64)
+    return FloatAttr(float(value), inf.F64)
+
+
+def _scalar_type(value: float | int) -> Attribute:
+    return inf.F64 if isinstance(value, float) else I64
+
+
+class AtenOp(IRDLOperation, ABC):
+    """Base of every aten op: results are inferred from operand types and properties."""
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
+        raise NotImplementedError
+
+    def __init__(
+        self,
+        operands: Sequence[SSAValue | Operation | None | Sequence[SSAValue | Operation]],
+        properties: dict[str, Attribute | None] | None = None,
+        result_types: Sequence[Attribute] | None = None,
+    ):
+        props = {k: v for k, v in (properties or {}).items() if v is not None}
+        if result_types is None:
+            # A bare op (no results yet) lets `infer_result_types` read its properties.
+            probe = type(self).create(properties=props)
+            flat = [
+                SSAValue.get(o).type
+                for o in operands
+                if o is not None
+                for o in (o if isinstance(o, Sequence) else [o])
+            ]
+            result_types = probe.infer_result_types(flat)
+        defs = type(self).get_irdl_definition().results
+        variadic = len(defs) == 1 and isinstance(defs[0][1], VarResultDef)
+        super().__init__(
+            operands=operands,
+            properties=props,
+            result_types=[list(result_types)] if variadic else list(result_types),
+        )
+
+    def verify_(self) -> None:
+        operand_types = [o.type for o in self.operands]
+        for t in operand_types:
+            if not isinstance(t, TensorType) and not inf.is_scalar(t):
+                raise VerifyException(
+                    f"operand of type {t} is neither a tensor nor a Python scalar (f64, i64, i1)"
+                )
+            if isinstance(t, TensorType) and not inf.is_dtype(t.get_element_type()):
+                raise VerifyException(f"unsupported element type in {t}")
+        expected = self.infer_result_types(operand_types)
+        actual = [r.type for r in self.results]
+        if len(expected) != len(actual):
+            raise VerifyException(f"expected {len(expected)} results, but got {len(actual)}")
+        for i, (e, a) in enumerate(zip(expected, actual, strict=True)):
+            if e != a:
+                raise VerifyException(f"result #{i} has type {a}, but the inferred type is {e}")
+
+
+def _require_tensor(op: AtenOp, t: Attribute, what: str = "input") -> TensorType:
+    if not isinstance(t, TensorType):
+        raise VerifyException(f"{op.name}: {what} must be a tensor, got {t}")
+    return t
+
+
+# --------------------------------------------------------------------------- pointwise
+
+
+class UnaryPointwiseOp(AtenOp, ABC):
+    """`%r = aten.<op> %x : tensor<...> -> tensor<...>`."""
+
+    DTYPE_RULE: ClassVar[str] = "same"
+    """`same` keeps the dtype, `float` turns integers and bool into the default
+    float (as `torch.exp` does), `bool` gives bool."""
+
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure(), Pointwise())
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue | Operation, **props: Attribute | None):
+        super().__init__([input], props)
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
+        t = _require_tensor(self, operand_types[0])
+        dt = t.get_element_type()
+        if self.DTYPE_RULE == "float" and not inf.is_float(dt):
+            dt = DEFAULT_FLOAT
+        elif self.DTYPE_RULE == "bool":
+            dt = BOOL
+        return [TensorType(dt, t.get_shape())]
+
+
+class FloatUnaryOp(UnaryPointwiseOp, ABC):
+    DTYPE_RULE: ClassVar[str] = "float"
+
+
+def _unary(name: str, doc: str, base_cls: type = UnaryPointwiseOp) -> type[AtenOp]:
+    cls = type(
+        name.split(".")[1].title().replace("_", "") + "Op",
+        (base_cls,),
+        {"name": name, "__doc__": f"{doc}\n\n    %r = {name} %x : tensor<4xf32> -> tensor<4xf32>"},
+    )
+    return irdl_op_definition(cls)
+
+
+NegOp = _unary("aten.neg", "`-x`.")
+AbsOp = _unary("aten.abs", "`|x|`.")
+ReluOp = _unary("aten.relu", "`max(x, 0)`; NaN stays NaN.")
+ExpOp = _unary("aten.exp", "`e^x`.", FloatUnaryOp)
+Expm1Op = _unary("aten.expm1", "`e^x - 1`, accurate near 0.", FloatUnaryOp)
+LogOp = _unary("aten.log", "Natural logarithm.", FloatUnaryOp)
+Log1pOp = _unary("aten.log1p", "`log(1 + x)`, accurate near 0.", FloatUnaryOp)
+SqrtOp = _unary("aten.sqrt", "Square root.", FloatUnaryOp)
+RsqrtOp = _unary("aten.rsqrt", "`1 / sqrt(x)`.", FloatUnaryOp)
+ReciprocalOp = _unary("aten.reciprocal", "`1 / x`.", FloatUnaryOp)
+SigmoidOp = _unary("aten.sigmoid", "`1 / (1 + e^-x)`.", FloatUnaryOp)
+TanhOp = _unary("aten.tanh", "Hyperbolic tangent.", FloatUnaryOp)
+SiluOp = _unary("aten.silu", "`x * sigmoid(x)` (floats only in PyTorch).", FloatUnaryOp)
+ErfOp = _unary("aten.erf", "The error function.", FloatUnaryOp)
+SinOp = _unary("aten.sin", "Sine.", FloatUnaryOp)
+CosOp = _unary("aten.cos", "Cosine.", FloatUnaryOp)
+
+
+@irdl_op_definition
+class LogicalNotOp(UnaryPointwiseOp):
+    """`not x` as bool.
+
+    %r = aten.logical_not %x : tensor<4xf32> -> tensor<4xi1>
+    """
+
+    name = "aten.logical_not"
+    DTYPE_RULE: ClassVar[str] = "bool"
+
+
+@irdl_op_definition
+class LeakyReluOp(UnaryPointwiseOp):
+    """`x if x > 0 else negative_slope * x`.
+
+    %r = aten.leaky_relu %x negative_slope = 1.000000e-01 : f64 : tensor<4xf32> -> tensor<4xf32>
+    """
+
+    name = "aten.leaky_relu"
+    negative_slope = opt_prop_def(Number)
+    assembly_format = (
+        "$input (`negative_slope` `=` $negative_slope^)? attr-dict `:` type($input) `->` type($result)"
+    )
+
+
+@irdl_op_definition
+class GeluOp(UnaryPointwiseOp):
+    """GELU, exact (`x * Phi(x)`, erf-based) or with `approximate = "tanh"`.
+
+    %r = aten.gelu %x approximate = "tanh" : tensor<4xf32> -> tensor<4xf32>
+    """
+
+    name = "aten.gelu"
+    DTYPE_RULE: ClassVar[str] = "float"
+    approximate = opt_prop_def(StringAttr)
+    assembly_format = (
+        "$input (`approximate` `=` $approximate^)? attr-dict `:` type($input) `->` type($result)"
+    )
+
+    def verify_(self) -> None:
+        if self.approximate is not None and self.approximate.data not in ("none", "tanh"):
+            raise VerifyException(
+                f'approximate must be "none" or "tanh", got "{self.approximate.data}"'
+            )
+        super().verify_()
+
+
+@irdl_op_definition
+class ClampOp(UnaryPointwiseOp):
+    """`min(max(x, min), max)` with optional scalar bounds; NaN propagates.
+
+    %r = aten.clamp %x min = 0.0 : f64 max = 6.0 : f64 : tensor<4xf32> -> tensor<4xf32>
+    """
+
+    name = "aten.clamp"
+    min = opt_prop_def(Number)
+    max = opt_prop_def(Number)
+    assembly_format = (
+        "$input (`min` `=` $min^)? (`max` `=` $max^)? attr-dict `:` type($input) `->` type($result)"
+    )
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
+        t = _require_tensor(self, operand_types[0])
+        bounds = [_scalar_type(number_value(b, 0)) for b in (self.min, self.max) if b is not None]
+        return [TensorType(inf.result_dtype([t, *bounds]), t.get_shape())]
+
+    def verify_(self) -> None:
+        if self.min is None and self.max is None:
+            raise VerifyException("aten.clamp needs at least one of min and max")
+        super().verify_()
+
+
+@irdl_op_definition
+class ToOp(UnaryPointwiseOp):
+    """A dtype cast (`x.to(dtype)`); the result type names the dtype.
+
+    %r = aten.to %x : tensor<4xf32> -> tensor<4xf16>
+    """
+
+    name = "aten.to"
+
+    def __init__(self, input: SSAValue | Operation, dtype: Attribute):
+        t = SSAValue.get(input).type
+        assert isinstance(t, TensorType)
+        AtenOp.__init__(self, [input], {}, [TensorType(dtype, t.get_shape())])
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
+        t = _require_tensor(self, operand_types[0])
+        dt = self.result.type.get_element_type() if self.results else t.get_element_type()
+        return [TensorType(dt, t.get_shape())]
+
+
+class BinaryPointwiseOp(AtenOp, ABC):
+    """`%r = aten.<op> %a, %b : A, B -> R` over tensors and Python scalars."""
+
+    DTYPE_RULE: ClassVar[str] = "promote"
+    """`promote` is `torch.result_type`, `float` also turns integers into the default
+    float (true division), `bool` gives bool (comparisons, logical ops)."""
+
+    lhs = operand_def(AnyAttr())
+    rhs = operand_def(AnyAttr())
+    result = result_def(TensorType)
+    traits = traits_def(Pure(), Pointwise())
+    assembly_format = (
+        "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)"
+    )
+
+    def __init__(self, lhs: SSAValue | Operation, rhs: SSAValue | Operation, **props: Attribute | None):
+        super().__init__([lhs, rhs], props)
+
+    def result_dtype(self, operand_types: Sequence[Attribute]) -> Attribute:
+        dt = inf.result_dtype(operand_types)
+        if self.DTYPE_RULE == "float" and not inf.is_float(dt):
+            return DEFAULT_FLOAT
+        if self.DTYPE_RULE == "bool":
+            return BOOL
+        return dt
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
+        if not any(isinstance(t, TensorType) for t in operand_types):
+            raise VerifyException(f"{self.name} needs at least one tensor operand")
+        return [inf.broadcast_result(operand_types, self.result_dtype(operand_types))]
+
+
+class AlphaBinaryOp(BinaryPointwiseOp, ABC):
+    alpha = opt_prop_def(Number)
+    assembly_format = (
+        "$lhs `,` $rhs (`alpha` `=` $alpha^)? attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)"
+    )
+
+    def result_dtype(self, operand_types: Sequence[Attribute]) -> Attribute:
+        dt = super().result_dtype(operand_types)
+        if self.alpha is not None and isinstance(self.alpha, FloatAttr) and not inf.is_float(dt):
+            raise VerifyException(
+                f"{self.name}: a float alpha needs a floating-point result, not {dt}"
+            )
+        return dt
+
+
+@irdl_op_definition
+class AddOp(AlphaBinaryOp):
+    """`a + alpha * b`.
+
+    %r = aten.add %a, %b alpha = 2 : i64 : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+    """
+
+    name = "aten.add"
+
+
+@irdl_op_definition
+class SubOp(AlphaBinaryOp):
+    """`a - alpha * b`.
+
+    %r = aten.sub %a, %b : tensor<4xf32>, f64 -> tensor<4xf32>
+    """
+
+    name = "aten.sub"
+
+    def result_dtype(self, operand_types: Sequence[Attribute]) -> Attribute:
+        if any(inf.element_type(t) == BOOL for t in operand_types):
+            raise VerifyException("aten.sub does not support bool operands (use logical_xor)")
+        return super().result_dtype(operand_types)
+
+
+@irdl_op_definition
+class DivOp(BinaryPointwiseOp):
+    """`a / b`; true division unless `rounding_mode` is "trunc" or "floor".
+
+    %r = aten.div %a, %b rounding_mode = "floor" : tensor<4xi64>, tensor<4xi64> -> tensor<4xi64>
+    """
+
+    name = "aten.div"
+    rounding_mode = opt_prop_def(StringAttr)
+    assembly_format = (
+        "$lhs `,` $rhs (`rounding_mode` `=` $rounding_mode^)? attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)"
+    )
+
+    def result_dtype(self, operand_types: Sequence[Attribute]) -> Attribute:
+        dt = inf.result_dtype(operand_types)
+        if self.rounding_mode is None:
+            return dt if inf.is_float(dt) else DEFAULT_FLOAT
+        if self.rounding_mode.data not in ("trunc", "floor"):
+            raise VerifyException(
+                f'rounding_mode must be "trunc" or "floor", got "{self.rounding_mode.data}"'
+            )
+        return dt
+
+
+def _binary(name: str, doc: str, rule: str = "promote", example: str = "tensor<4xf32>") -> type:
+    cls = type(
+        "".join(p.title() for p in name.split(".")[1].split("_")) + "Op",
+        (BinaryPointwiseOp,),
+        {
+            "name": name,
+            "DTYPE_RULE": rule,
+            "__annotations__": {"DTYPE_RULE": ClassVar[str]},
+            "__doc__": f"{doc}\n\n    %r = {name} %a, %b : tensor<4xf32>, tensor<4xf32> -> {example}",
+        },
+    )
+    return irdl_op_definition(cls)
+
+
+MulOp = _binary("aten.mul", "`a * b`.")
+PowOp = _binary("aten.pow", "`a ** b`.")
+MaximumOp = _binary("aten.maximum", "Elementwise max; NaN propagates.")
+MinimumOp = _binary("aten.minimum", "Elementwise min; NaN propagates.")
+EqOp = _binary("aten.eq", "`a == b`.", "bool", "tensor<4xi1>")
+NeOp = _binary("aten.ne", "`a != b`.", "bool", "tensor<4xi1>")
+LtOp = _binary("aten.lt", "`a < b`.", "bool", "tensor<4xi1>")
+LeOp = _binary("aten.le", "`a <= b`.", "bool", "tensor<4xi1>")
+GtOp = _binary("aten.gt", "`a > b`.", "bool", "tensor<4xi1>")
+GeOp = _binary("aten.ge", "`a >= b`.", "bool", "tensor<4xi1>")
+LogicalAndOp = _binary("aten.logical_and", "`a and b` as bool.", "bool", "tensor<4xi1>")
+LogicalOrOp = _binary("aten.logical_or", "`a or b` as bool.", "bool", "tensor<4xi1>")
+LogicalXorOp = _binary("aten.logical_xor", "`a xor b` as bool.", "bool", "tensor<4xi1>")
+
+
+@irdl_op_definition
+class WhereOp(AtenOp):
+    """`a if cond else b`, broadcasting all three.
+
+    %r = aten.where %c, %a, %b : tensor<4xi1>, tensor<4xf32>, f64 -> tensor<4xf32>
+    """
+
+    name = "aten.where"
+    condition = operand_def(TensorType)
+    lhs = operand_def(AnyAttr())
+    rhs = operand_def(AnyAttr())
+    result = result_def(TensorType)
+    traits = traits_def(Pure(), Pointwise())
+    assembly_format = (
+        "$condition `,` $lhs `,` $rhs attr-dict `:` type($condition) `,` type($lhs) `,` "
+        "type($rhs) `->` type($result)"
+    )
+
+    def __init__(self, condition: SSAValue, lhs: SSAValue, rhs: SSAValue):
+        super().__init__([condition, lhs, rhs])
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
+        cond, a, b = operand_types
+        if inf.element_type(cond) != BOOL:
+            raise VerifyException(f"aten.where: condition must be a bool tensor, got {cond}")
+        return [inf.broadcast_result(operand_types, inf.result_dtype([a, b]))]
+
+
+# --------------------------------------------------------------------------- shape ops
+
+
+def _dim_prop(op: IRDLOperation, name: str = "dim") -> int:
+    attr = op.properties[name]
+    assert isinstance(attr, IntegerAttr)
+    return attr.value.data
+
+
+class ShapeOpBase(AtenOp, ABC):
+    input = operand_def(TensorType)
+    traits = traits_def(Pure(), ShapeOp())
+
+
+class ShapeUnaryOp(ShapeOpBase, ABC):
+    result = result_def(TensorType)
+
+
+@irdl_op_definition
+class ExpandOp(ShapeUnaryOp):
+    """Broadcast to `size` (`-1` keeps a dim); the result is a stride-0 view.
+
+    %r = aten.expand %x size = [4, -1] : tensor<1x3xf32> -> tensor<4x3xf32>
+    """
+
+    name = "aten.expand"
+    size = prop_def(IntArray)
+    assembly_format = "$input `size` `=` $size attr-dict `:` type($input) `->` type($result)"
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
+        t = _require_tensor(self, operand_types[0])
+        size = list(self.size.get_values())
+        shape = t.get_shape()
+        if len(size) < len(shape):
+            raise VerifyException(
+                f"aten.expand: {len(size)} sizes given for a tensor of rank {len(shape)}"
+            )
+        lead = len(size) - len(shape)
+        out: list[int] = []
+        for i, s in enumerate(size):
+            old = shape[i - lead] if i >= lead else None
+            if s == -1:
+                if old is None:
+                    raise VerifyException("aten.expand: -1 is not allowed for a new leading dim")
+                s = old
+            elif old is not None and old != 1 and old != s:
+                raise VerifyException(
+                    f"aten.expand: dim {i} of size {old} cannot be expanded to {s}"
+                )
+            out.append(s)
+        return [TensorType(t.get_element_type(), out)]
+
+
+class ReshapeLikeOp(ShapeUnaryOp, ABC):
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue | Operation, shape: Sequence[int]):
+        t = SSAValue.get(input).type
+        assert isinstance(t, TensorType)
+        AtenOp.__init__(self, [input], {}, [TensorType(t.get_element_type(), shape)])
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
+        t = _require_tensor(self, operand_types[0])
+        r = self.result.type
+        assert isinstance(r, TensorType)
+        if r.get_element_type() != t.get_element_type():
+            raise VerifyException(f"{self.name} cannot change the element type")
+        if inf.DYNAMIC not in (*t.get_shape(), *r.get_shape()):
+            if math.prod(t.get_shape()) != math.prod(r.get_shape()):
+                raise VerifyException(
+                    f"{self.name}: shape {inf.format_shape(t.get_shape())} and "
+                    f"{inf.format_shape(r.get_shape())} have different element counts"
+                )
+        return [r]
+
+
+@irdl_op_definition
+class ViewOp(ReshapeLikeOp):
+    """Reshape without copying; the result type gives the shape.
+
+    %r = aten.view %x : tensor<4x4xf32> -> tensor<16xf32>
+    """
+
+    name = "aten.view"
+
+
+@irdl_op_definition
+class ReshapeOp(ReshapeLikeOp):
+    """Reshape, copying if the layout needs it; the result type gives the shape.
+
+    %r = aten.reshape %x : tensor<4x4xf32> -> tensor<2x8xf32>
+    """
+
+    name = "aten.reshape"
+
+
+@irdl_op_definition
+class UnsqueezeOp(ShapeUnaryOp):
+    """Insert a dim of size 1 at `dim`.
+
+    %r = aten.unsqueeze %x dim = 0 : tensor<3xf32> -> tensor<1x3xf32>
+    """
+
+    name = "aten.unsqueeze"
+    dim = prop_def(IntegerAttr[I64])
+    assembly_format = "$input `dim` `=` $dim attr-dict `:` type($input) `->` type($result)"
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
+        t = _require_tensor(self, operand_types[0])
+        shape = list(t.get_shape())
+        d = inf.normalize_dim(_dim_prop(self), len(shape) + 1, self.name)
+        shape.insert(d, 1)
+        return [TensorType(t.get_element_type(), shape)]
+
+
+@irdl_op_definition
+class SqueezeOp(ShapeUnaryOp):
+    """Drop size-1 dims: all of them, or only `dim`.
+
+    %r = aten.squeeze %x dim = 0 : tensor<1x3xf32> -> tensor<3xf32>
+    """
+
+    name = "aten.squeeze"
+    dim = opt_prop_def(IntegerAttr[I64])
+    assembly_format = "$input (`dim` `=` $dim^)? attr-dict `:` type($input) `->` type($result)"
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
+        t = _require_tensor(self, operand_types[0])
+        shape = list(t.get_shape())
+        if self.dim is None:
+            shape = [s for s in shape if s != 1]
+        elif shape:
+            d = inf.normalize_dim(self.dim.value.data, len(shape), self.name)
+            if shape[d] == 1:
+                del shape[d]
+        return [TensorType(t.get_element_type(), shape)]
+
+
+@irdl_op_definition
+class PermuteOp(ShapeUnaryOp):
+    """Reorder dims: result dim i is input dim `dims[i]`.
+
+    %r = aten.permute %x dims = [1, 0] : tensor<2x3xf32> -> tensor<3x2xf32>
+    """
+
+    name = "aten.permute"
+    dims = prop_def(IntArray)
+    assembly_format = "$input `dims` `=` $dims attr-dict `:` type($input) `->` type($result)"
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
+        t = _require_tensor(self, operand_types[0])
+        shape = t.get_shape()
+        dims = [inf.normalize_dim(d, len(shape), self.name) for d in self.dims.get_values()]
+        if sorted(dims) != list(range(len(shape))):
+            raise VerifyException(
+                f"aten.permute: dims {list(self.dims.get_values())} are not a permutation "
+                f"of the {len(shape)} dims"
+            )
+        return [TensorType(t.get_element_type(), [shape[d] for d in dims])]
+
+
+@irdl_op_definition
+class TransposeOp(ShapeUnaryOp):
+    """Swap two dims.
+
+    %r = aten.transpose %x dim0 = 0 dim1 = 1 : tensor<2x3xf32> -> tensor<3x2xf32>
+    """
+
+    name = "aten.transpose"
+    dim0 = prop_def(IntegerAttr[I64])
+    dim1 = prop_def(IntegerAttr[I64])
+    assembly_format = (
+        "$input `dim0` `=` $dim0 `dim1` `=` $dim1 attr-dict `:` type($input) `->` type($result)"
+    )
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
+        t = _require_tensor(self, operand_types[0])
+        shape = list(t.get_shape())
+        a = inf.normalize_dim(_dim_prop(self, "dim0"), len(shape), self.name)
+        b = inf.normalize_dim(_dim_prop(self, "dim1"), len(shape), self.name)
+        if shape:
+            shape[a], shape[b] = shape[b], shape[a]
+        return [TensorType(t.get_element_type(), shape)]
+
+
+def chunk_sizes(size: int, chunks: int) -> list[int]:
+    """`torch.chunk`'s split: pieces of `ceil(size / chunks)`, the last may be
+    smaller, and fewer than `chunks` pieces when they run out."""
+    step = -(-size // chunks) if size else 0
+    if step == 0:
+        return [0] * chunks
+    return [min(step, size - i) for i in range(0, size, step)]
+
+
+def _split_types(t: TensorType, dim: int, sizes: Sequence[int]) -> list[Attribute]:
+    out: list[Attribute] = []
+    for s in sizes:
+        shape = list(t.get_shape())
+        shape[dim] = s
+        out.append(TensorType(t.get_element_type(), shape))
+    return out
+
+
+@irdl_op_definition
+class ChunkOp(ShapeOpBase):
+    """Split into `chunks` views along `dim`, as `torch.chunk`.
+
+    %r:2 = aten.chunk %x chunks = 2 dim = 1 : tensor<3x8xf32> -> tensor<3x4xf32>, tensor<3x4xf32>
+    """
+
+    name = "aten.chunk"
+    outputs = var_result_def(TensorType)
+    chunks = prop_def(IntegerAttr[I64])
+    dim = prop_def(IntegerAttr[I64])
+    assembly_format = (
+        "$input `chunks` `=` $chunks `dim` `=` $dim attr-dict `:` type($input) `->` type($outputs)"
+    )
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
+        t = _require_tensor(self, operand_types[0])
+        n = _dim_prop(self, "chunks")
+        if n <= 0:
+            raise VerifyException(f"aten.chunk: chunks must be positive, got {n}")
+        d = inf.normalize_dim(_dim_prop(self), t.get_num_dims(), self.name)
+        return _split_types(t, d, chunk_sizes(t.get_shape()[d], n))
+
+
+@irdl_op_definition
+class SplitOp(ShapeOpBase):
+    """Split along `dim` into pieces of `split_size` (the last may be smaller), or
+    of the given `sizes`.
+
+    %r:2 = aten.split %x sizes = [1, 3] dim = 0 : tensor<4xf32> -> tensor<1xf32>, tensor<3xf32>
+    """
+
+    name = "aten.split"
+    outputs = var_result_def(TensorType)
+    split_size = opt_prop_def(IntegerAttr[I64])
+    sizes = opt_prop_def(IntArray)
+    dim = prop_def(IntegerAttr[I64])
+    assembly_format = (
+        "$input (`split_size` `=` $split_size^)? (`sizes` `=` $sizes^)? `dim` `=` $dim "
+        "attr-dict `:` type($input) `->` type($outputs)"
+    )
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
+        t = _require_tensor(self, operand_types[0])
+        d = inf.normalize_dim(_dim_prop(self), t.get_num_dims(), self.name)
+        total = t.get_shape()[d]
+        if (self.split_size is None) == (self.sizes is None):
+            raise VerifyException("aten.split needs exactly one of split_size and sizes")
+        if self.sizes is not None:
+            sizes = list(self.sizes.get_values())
+            if sum(sizes) != total:
+                raise VerifyException(
+                    f"aten.split: sizes {sizes} do not add up to dim {d} of size {total}"
+                )
+        else:
+            step = self.split_size.value.data  # type: ignore[union-attr]
+            if step <= 0:
+                raise VerifyException(f"aten.split: split_size must be positive, got {step}")
+            sizes = [min(step, total - i) for i in range(0, total, step)] or [0]
+        return _split_types(t, d, sizes)
+
+
+@irdl_op_definition
+class CatOp(AtenOp):
+    """Concatenate along `dim`; dtypes promote as `torch.cat` does.
+
+    %r = aten.cat %a, %b dim = 0 : tensor<2xf32>, tensor<3xf32> -> tensor<5xf32>
+    """
+
+    name = "aten.cat"
+    inputs = var_operand_def(TensorType)
+    result = result_def(TensorType)
+    dim = prop_def(IntegerAttr[I64])
+    traits = traits_def(Pure(), ShapeOp())
+    assembly_format = "$inputs `dim` `=` $dim attr-dict `:` type($inputs) `->` type($result)"
+
+    def __init__(self, inputs: Sequence[SSAValue | Operation], dim: int):
+        super().__init__([inputs], {"dim": IntegerAttr(dim, I64)})
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
+        if not operand_types:
+            raise VerifyException("aten.cat needs at least one input")
+        ts = [_require_tensor(self, t) for t in operand_types]
+        rank = ts[0].get_num_dims()
+        d = inf.normalize_dim(_dim_prop(self), rank, self.name)
+        shape = list(ts[0].get_shape())
+        for t in ts[1:]:
+            other = t.get_shape()
+            if len(other) != rank or any(
+                a != b for i, (a, b) in enumerate(zip(shape, other, strict=True)) if i != d
+            ):
+                raise VerifyException(
+                    f"aten.cat: shapes {inf.format_shape(ts[0].get_shape())} and "
+                    f"{inf.format_shape(other)} differ outside dim {d}"
+                )
+            shape[d] += other[d]
+        dt = inf.result_dtype(ts)
+        return [TensorType(dt, shape)]
+
+
+def _slice_len(size: int, start: int, end: int, step: int) -> int:
+    start = max(0, min(size, start + size if start < 0 else start))
+    end = max(0, min(size, end + size if end < 0 else end))
+    return max(0, -(-(end - start) // step))
+
+
+@irdl_op_definition
+class NarrowOp(ShapeUnaryOp):
+    """`length` elements of `dim` from `start`, as a view.
+
+    %r = aten.narrow %x dim = 0 start = 1 length = 2 : tensor<4xf32> -> tensor<2xf32>
+    """
+
+    name = "aten.narrow"
+    dim = prop_def(IntegerAttr[I64])
+    start = prop_def(IntegerAttr[I64])
+    length = prop_def(IntegerAttr[I64])
+    assembly_format = (
+        "$input `dim` `=` $dim `start` `=` $start `length` `=` $length attr-dict "
+        "`:` type($input) `->` type($result)"
+    )
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
+        t = _require_tensor(self, operand_types[0])
+        d = inf.normalize_dim(_dim_prop(self), t.get_num_dims(), self.name)
+        size = t.get_shape()[d]
+        start, length = _dim_prop(self, "start"), _dim_prop(self, "length")
+        start = start + size if start < 0 else start
+        if start < 0 or length < 0 or start + length > size:
+            raise VerifyException(
+                f"aten.narrow: start {start} and length {length} exceed dim {d} of size {size}"
+            )
+        return _split_types(t, d, [length])
+
+
+@irdl_op_definition
+class SliceOp(ShapeUnaryOp):
+    """`x[start:end:step]` along `dim`, as a view; bounds clip as in Python.
+
+    %r = aten.slice %x dim = 0 start = 0 end = 4 step = 2 : tensor<4xf32> -> tensor<2xf32>
+    """
+
+    name = "aten.slice"
+    dim = prop_def(IntegerAttr[I64])
+    start = prop_def(IntegerAttr[I64])
+    end = prop_def(IntegerAttr[I64])
+    step = prop_def(IntegerAttr[I64])
+    assembly_format = (
+        "$input `dim` `=` $dim `start` `=` $start `end` `=` $end `step` `=` $step "
+        "attr-dict `:` type($input) `->` type($result)"
+    )
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
+        t = _require_tensor(self, operand_types[0])
+        d = inf.normalize_dim(_dim_prop(self), t.get_num_dims(), self.name)
+        step = _dim_prop(self, "step")
+        if step <= 0:
+            raise VerifyException(f"aten.slice: step must be positive, got {step}")
+        n = _slice_len(t.get_shape()[d], _dim_prop(self, "start"), _dim_prop(self, "end"), step)
+        return _split_types(t, d, [n])
+
+
+# --------------------------------------------------------------------------- barriers
+
+
+def _matmul_shape(op: AtenOp, a: TensorType, b: TensorType) -> list[int]:
+    sa, sb = list(a.get_shape()), list(b.get_shape())
+    if not sa or not sb:
+        raise VerifyException(f"{op.name}: both operands need at least one dim")
+    va, vb = len(sa) == 1, len(sb) == 1
+    if va:
+        sa = [1, *sa]
+    if vb:
+        sb = [*sb, 1]
+    if sa[-1] != sb[-2]:
+        raise VerifyException(
+            f"{op.name}: inner dims differ: {inf.format_shape(a.get_shape())} @ "
+            f"{inf.format_shape(b.get_shape())}"
+        )
+    batch = list(inf.broadcast_shapes(sa[:-2], sb[:-2]))
+    out = [*batch, sa[-2], sb[-1]]
+    if vb:
+        out.pop()
+    if va:
+        out.pop(-2 if not vb else -1)
+    return out
+
+
+def _float_or_same(op: AtenOp, a: TensorType, b: TensorType) -> Attribute:
+    if a.get_element_type() != b.get_element_type():
+        raise VerifyException(
+            f"{op.name}: operands must have one dtype, got {a.get_element_type()} "
+            f"and {b.get_element_type()}"
+        )
+    return a.get_element_type()
+
+
+class MatmulLikeOp(AtenOp, ABC):
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)"
+    )
+
+    def __init__(self, lhs: SSAValue | Operation, rhs: SSAValue | Operation):
+        super().__init__([lhs, rhs])
+
+
+@irdl_op_definition
+class MatmulOp(MatmulLikeOp):
+    """`torch.matmul` with its vector and batch broadcasting rules.
+
+    %r = aten.matmul %a, %b : tensor<2x3x4xf32>, tensor<4x5xf32> -> tensor<2x3x5xf32>
+    """
+
+    name = "aten.matmul"
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
+        a, b = (_require_tensor(self, t) for t in operand_types)
+        return [TensorType(_float_or_same(self, a, b), _matmul_shape(self, a, b))]
+
+
+@irdl_op_definition
+class MmOp(MatmulLikeOp):
+    """2-d matrix product.
+
+    %r = aten.mm %a, %b : tensor<2x3xf32>, tensor<3x4xf32> -> tensor<2x4xf32>
+    """
+
+    name = "aten.mm"
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
+        a, b = (_require_tensor(self, t) for t in operand_types)
+        if a.get_num_dims() != 2 or b.get_num_dims() != 2:
+            raise VerifyException("aten.mm: both operands must be 2-d")
+        return [TensorType(_float_or_same(self, a, b), _matmul_shape(self, a, b))]
+
+
+@irdl_op_definition
+class AddmmOp(AtenOp):
+    """`beta * bias + alpha * (a @ b)`.
+
+    %r = aten.addmm %bias, %a, %b : tensor<4xf32>, tensor<2x3xf32>, tensor<3x4xf32> -> tensor<2x4xf32>
+    """
+
+    name = "aten.addmm"
+    bias = operand_def(TensorType)
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    result = result_def(TensorType)
+    beta = opt_prop_def(Number)
+    alpha = opt_prop_def(Number)
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$bias `,` $lhs `,` $rhs (`beta` `=` $beta^)? (`alpha` `=` $alpha^)? attr-dict `:` "
+        "type($bias) `,` type($lhs) `,` type($rhs) `->` type($result)"
+    )
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
+        bias, a, b = (_require_tensor(self, t) for t in operand_types)
+        if a.get_num_dims() != 2 or b.get_num_dims() != 2:
+            raise VerifyException("aten.addmm: mat1 and mat2 must be 2-d")
+        shape = _matmul_shape(self, a, b)
+        if inf.broadcast_shapes(bias.get_shape(), shape) != tuple(shape):
+            raise VerifyException(
+                f"aten.addmm: bias {inf.format_shape(bias.get_shape())} does not broadcast "
+                f"to {inf.format_shape(shape)}"
+            )
+        return [TensorType(_float_or_same(self, a, b), shape)]
+
+
+@irdl_op_definition
+class LinearOp(AtenOp):
+    """`x @ weight.T (+ bias)`.
+
+    %r = aten.linear %x, %w, %b : tensor<2x3xf32>, tensor<4x3xf32>, tensor<4xf32> -> tensor<2x4xf32>
+    """
+
+    name = "aten.linear"
+    input = operand_def(TensorType)
+    weight = operand_def(TensorType)
+    bias = opt_operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$input `,` $weight (`,` $bias^)? attr-dict `:` type($input) `,` type($weight) "
+        "(`,` type($bias)^)? `->` type($result)"
+    )
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
+        x, w = (_require_tensor(self, t) for t in operand_types[:2])
+        if w.get_num_dims() not in (1, 2):
+            raise VerifyException("aten.linear: weight must be 1-d or 2-d")
+        wt = TensorType(w.get_element_type(), list(reversed(w.get_shape())))
+        shape = _matmul_shape(self, x, wt)
+        if len(operand_types) == 3:
+            b = _require_tensor(self, operand_types[2], "bias")
+            if inf.broadcast_shapes(b.get_shape(), shape) != tuple(shape):
+                raise VerifyException(
+                    f"aten.linear: bias {inf.format_shape(b.get_shape())} does not broadcast "
+                    f"to {inf.format_shape(shape)}"
+                )
+        return [TensorType(_float_or_same(self, x, w), shape)]
+
+
+class ReductionOp(AtenOp, ABC):
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    dims = opt_prop_def(IntArray)
+    keepdim = opt_prop_def(IntegerAttr[BOOL])
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$input (`dims` `=` $dims^)? (`keepdim` `=` $keepdim^)? attr-dict `:` type($input) "
+        "`->` type($result)"
+    )
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
+        t = _require_tensor(self, operand_types[0])
+        rank = t.get_num_dims()
+        dims = (
+            {inf.normalize_dim(d, rank, self.name) for d in self.dims.get_values()}
+            if self.dims is not None and self.dims.get_values()
+            else set(range(rank))
+        )
+        keep = self.keepdim is not None and bool(self.keepdim.value.data)
+        shape = [1 if i in dims else s for i, s in enumerate(t.get_shape()) if keep or i not in dims]
+        dt = self.results[0].type.get_element_type() if self.results else self.default_dtype(t)
+        return [TensorType(dt, shape)]
+
+    def default_dtype(self, t: TensorType) -> Attribute:
+        dt = t.get_element_type()
+        return I64 if inf.is_integral(dt, include_bool=True) else dt
+
+
+@irdl_op_definition
+class SumOp(ReductionOp):
+    """Sum over `dims` (all when absent); the result type may name a dtype.
+
+    %r = aten.sum %x dims = [1] keepdim = true : tensor<2x3xf32> -> tensor<2x1xf32>
+    """
+
+    name = "aten.sum"
+
+
+@irdl_op_definition
+class MeanOp(ReductionOp):
+    """Mean over `dims` (all when absent); floats only.
+
+    %r = aten.mean %x dims = [0] : tensor<2x3xf32> -> tensor<3xf32>
+    """
+
+    name = "aten.mean"
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
+        t = _require_tensor(self, operand_types[0])
+        if not inf.is_float(t.get_element_type()):
+            raise VerifyException(f"aten.mean needs a floating-point input, got {t}")
+        return super().infer_result_types(operand_types)
+
+
+@irdl_op_definition
+class OpaqueOp(IRDLOperation):
+    """Any PyTorch operator fusec does not model; it names its target and runs
+    through PyTorch. Unknown effects: always a fusion barrier.
+
+    %r = aten.opaque "aten.softmax.int"(%x) : (tensor<2x3xf32>) -> tensor<2x3xf32>
+    """
+
+    name = "aten.opaque"
+    target = prop_def(StringAttr)
+    node = opt_prop_def(StringAttr)
+    args = var_operand_def(AnyAttr())
+    outputs = var_result_def(AnyAttr())
+    assembly_format = (
+        "$target (`node` `=` $node^)? `(` $args `)` attr-dict `:` functional-type($args, $outputs)"
+    )
+
+    def __init__(
+        self,
+        target: str,
+        args: Sequence[SSAValue | Operation],
+        result_types: Sequence[Attribute],
+        node: str | None = None,
+    ):
+        super().__init__(
+            operands=[args],
+            result_types=[result_types],
+            properties={"target": StringAttr(target), "node": StringAttr(node) if node else None},
+        )
+
+    def verify_(self) -> None:
+        if not self.target.data:
+            raise VerifyException("aten.opaque needs a non-empty target name")
+
+
+ATEN_OPS: list[type[Operation]] = [
+    NegOp, AbsOp, ReluOp, ExpOp, Expm1Op, LogOp, Log1pOp, SqrtOp, RsqrtOp, ReciprocalOp,
+    SigmoidOp, TanhOp, SiluOp, ErfOp, SinOp, CosOp, LogicalNotOp, LeakyReluOp, GeluOp,
+    ClampOp, ToOp, AddOp, SubOp, DivOp, MulOp, PowOp, MaximumOp, MinimumOp, EqOp, NeOp,
+    LtOp, LeOp, GtOp, GeOp, LogicalAndOp, LogicalOrOp, LogicalXorOp, WhereOp, ExpandOp,
+    ViewOp, ReshapeOp, UnsqueezeOp, SqueezeOp, PermuteOp, TransposeOp, ChunkOp, SplitOp,
+    CatOp, NarrowOp, SliceOp, MatmulOp, MmOp, AddmmOp, LinearOp, SumOp, MeanOp, OpaqueOp,
+]  # fmt: skip
+
+Aten = Dialect("aten", ATEN_OPS, [])

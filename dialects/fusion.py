@@ -1,0 +1,157 @@
+"""The `fusion` dialect: groups of pointwise work that run as one kernel.
+
+A `fusion.group` is isolated from above: its block arguments are the group's
+inputs, bound to the operands in the header, and `fusion.yield` names its outputs.
+
+    %r:2 = fusion.group (%x = %a, %y = %b) : (tensor<4xf32>, tensor<4xf32>)
+        -> (tensor<4xf32>, tensor<4xf32>) {
+      %0 = aten.add %x, %y : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+      %1 = aten.sigmoid %0 : tensor<4xf32> -> tensor<4xf32>
+      fusion.yield %0, %1 : tensor<4xf32>, tensor<4xf32>
+    }
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.dialects.utils.format import parse_assignment, print_assignment
+from xdsl.ir import Attribute, Block, Dialect, Operation, Region, SSAValue
+from xdsl.irdl import (
+    AnyAttr,
+    IRDLOperation,
+    irdl_op_definition,
+    lazy_traits_def,
+    region_def,
+    traits_def,
+    var_operand_def,
+    var_result_def,
+)
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.traits import (
+    HasParent,
+    IsolatedFromAbove,
+    IsTerminator,
+    Pure,
+    RecursiveMemoryEffect,
+)
+from xdsl.utils.exceptions import VerifyException
+
+
+@irdl_op_definition
+class YieldOp(IRDLOperation):
+    """Ends a `fusion.group` body and names the group's outputs.
+
+    fusion.yield %0, %1 : tensor<4xf32>, tensor<4xf32>
+    """
+
+    name = "fusion.yield"
+    values = var_operand_def(AnyAttr())
+    traits = lazy_traits_def(lambda: (IsTerminator(), Pure(), HasParent(GroupOp)))
+    assembly_format = "($values^ `:` type($values))? attr-dict"
+
+    def __init__(self, *values: SSAValue | Operation):
+        super().__init__(operands=[values])
+
+
+@irdl_op_definition
+class GroupOp(IRDLOperation):
+    """A fused kernel in the making: a single-block region over its inputs.
+
+    %r = fusion.group (%x = %a) : (tensor<4xf32>) -> (tensor<4xf32>) {
+      %0 = aten.neg %x : tensor<4xf32> -> tensor<4xf32>
+      fusion.yield %0 : tensor<4xf32>
+    }
+    """
+
+    name = "fusion.group"
+    inputs = var_operand_def(AnyAttr())
+    outputs = var_result_def(AnyAttr())
+    body = region_def("single_block")
+    traits = traits_def(IsolatedFromAbove(), RecursiveMemoryEffect())
+
+    def __init__(
+        self,
+        inputs: Sequence[SSAValue | Operation],
+        result_types: Sequence[Attribute],
+        body: Region,
+    ):
+        super().__init__(operands=[inputs], result_types=[result_types], regions=[body])
+
+    @staticmethod
+    def empty(inputs: Sequence[SSAValue]) -> tuple[GroupOp, Block]:
+        """A group over `inputs` with an empty body and no outputs yet."""
+        block = Block(arg_types=[v.type for v in inputs])
+        return GroupOp(inputs, [], Region(block)), block
+
+    @property
+    def yield_op(self) -> YieldOp:
+        term = self.body.block.last_op
+        assert isinstance(term, YieldOp)
+        return term
+
+    def verify_(self) -> None:
+        block = self.body.block
+        if len(block.args) != len(self.inputs):
+            raise VerifyException(
+                f"fusion.group has {len(self.inputs)} inputs but its body takes "
+                f"{len(block.args)} arguments"
+            )
+        for i, (arg, value) in enumerate(zip(block.args, self.inputs, strict=True)):
+            if arg.type != value.type:
+                raise VerifyException(
+                    f"fusion.group input #{i} has type {value.type} but body argument "
+                    f"#{i} has type {arg.type}"
+                )
+        term = block.last_op
+        if not isinstance(term, YieldOp):
+            raise VerifyException("fusion.group body must end with fusion.yield")
+        yielded = [v.type for v in term.values]
+        produced = [r.type for r in self.outputs]
+        if yielded != produced:
+            raise VerifyException(
+                f"fusion.yield gives ({', '.join(map(str, yielded))}) but the group "
+                f"returns ({', '.join(map(str, produced))})"
+            )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> GroupOp:
+        pos = parser.pos
+        pairs = parser.parse_comma_separated_list(
+            Parser.Delimiter.PAREN, lambda: parse_assignment(parser)
+        )
+        parser.parse_punctuation(":")
+        in_types = parser.parse_comma_separated_list(Parser.Delimiter.PAREN, parser.parse_type)
+        parser.parse_punctuation("->")
+        out_types = parser.parse_comma_separated_list(Parser.Delimiter.PAREN, parser.parse_type)
+        if len(in_types) != len(pairs):
+            parser.raise_error(
+                f"fusion.group binds {len(pairs)} inputs but lists {len(in_types)} types", pos
+            )
+        operands = parser.resolve_operands([v for _, v in pairs], in_types, pos)
+        args = [a.resolve(t) for (a, _), t in zip(pairs, in_types, strict=True)]
+        attrs = parser.parse_optional_attr_dict_with_keyword()
+        body = parser.parse_region(args)
+        op = cls(operands, out_types, body)
+        if attrs is not None:
+            op.attributes |= attrs.data
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" (")
+        printer.print_list(
+            zip(self.body.block.args, self.inputs, strict=True),
+            lambda p: print_assignment(printer, p[0], p[1]),
+        )
+        printer.print_string(") : (")
+        printer.print_list(self.inputs.types, printer.print_attribute)
+        printer.print_string(") -> (")
+        printer.print_list(self.outputs.types, printer.print_attribute)
+        printer.print_string(")")
+        if self.attributes:
+            printer.print_op_attributes(self.attributes, print_keyword=True)
+        printer.print_string(" ")
+        printer.print_region(self.body, print_entry_block_args=False)
+
+Fusion = Dialect("fusion", [GroupOp, YieldOp], [])

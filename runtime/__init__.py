@@ -1,0 +1,1 @@
+"""fusec's runtime: kernel cache, CPU and CUDA executors."""
