@@ -18,7 +18,7 @@ from typing import IO
 from fusec.diagnostics import LocatedError, format_parse_error, parse_and_verify
 from fusec.pipelines import EMIT_PIPELINES, FUSE_PIPELINE
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.utils.exceptions import DiagnosticException, ParseError
+from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 
@@ -41,6 +41,11 @@ def expand_pipeline_flags(argv: Sequence[str]) -> list[str]:
     if target is not None:
         out += ["-t", target]
     return out
+
+
+class UsageError(Exception):
+    """A bad command line (an unknown pass, a malformed pipeline): reported as
+    `fusec-opt: error: ...`, exit status 1."""
 
 
 class FusecOptMain(xDSLOptMain):
@@ -86,6 +91,17 @@ class FusecOptMain(xDSLOptMain):
         )
         arg_parser.version = "fusec-opt"  # type: ignore[attr-defined]
 
+    def setup_pipeline(self) -> None:
+        # xDSL reports unknown passes and bad pass options as plain exceptions.
+        try:
+            super().setup_pipeline()
+        except ArgSpecParseError as e:
+            # Not an `Exception`: xDSL derives it from `BaseException`.
+            raise UsageError(f"invalid pass pipeline: {e}") from None
+        except (ValueError, KeyError, TypeError, ParseError) as e:
+            msg = e.msg if isinstance(e, ParseError) else str(e)
+            raise UsageError(f"invalid pass pipeline '{self.args.passes}': {msg}") from None
+
     def register_all_frontends(self) -> None:
         super().register_all_frontends()
         self.available_frontends["mlir"] = self._parse_located
@@ -108,6 +124,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         FusecOptMain(argv).run()
     except LocatedError as e:
         print(e, file=sys.stderr)
+        return 1
+    except UsageError as e:
+        print(f"fusec-opt: error: {e}", file=sys.stderr)
         return 1
     except ParseError as e:
         print(format_parse_error(e), file=sys.stderr)

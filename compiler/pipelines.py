@@ -4,8 +4,17 @@ Each is a `-p` pipeline string, so `fusec-opt --fuse x.mlir` is exactly
 `fusec-opt -p <FUSE_PIPELINE> x.mlir`.
 """
 
-FUSE_PIPELINE = ""
+FUSE_PIPELINE = "fuse"
 """The default fusion pipeline (the fusion passes fill it in)."""
 
 EMIT_PIPELINES: dict[str, tuple[str, str]] = {}
 """`--emit` stage -> (passes to append after the user's pipeline, output target)."""
+
+_LOOPS = "outline-groups,lower-group-to-loops"
+_TO_LLVM = (
+    "convert-scf-to-cf,convert-arith-to-llvm,convert-math-to-llvm{target=cpu},"
+    "convert-memref-to-llvm,convert-cf-to-llvm,convert-func-to-llvm,reconcile-unrealized-casts"
+)
+EMIT_PIPELINES["loops"] = (_LOOPS, "mlir")
+EMIT_PIPELINES["llvm"] = (f"{_LOOPS},{_TO_LLVM}", "mlir")
+EMIT_PIPELINES["llvmir"] = (f"{_LOOPS},{_TO_LLVM}", "llvmir")

@@ -82,8 +82,11 @@ def number_attr(value: float | int | bool) -> FloatAttr | IntegerAttr:
     return FloatAttr(float(value), inf.F64)
 
 
-def _scalar_type(value: float | int) -> Attribute:
-    return inf.F64 if isinstance(value, float) else I64
+def _bound_type(attr: FloatAttr | IntegerAttr) -> Attribute:
+    """The Python-scalar type a `Number` property stands for: `f64`, `i64` or `i1`."""
+    if isinstance(attr, FloatAttr):
+        return inf.F64
+    return BOOL if attr.type == BOOL else I64
 
 
 class AtenOp(IRDLOperation, ABC):
@@ -126,8 +129,11 @@ class AtenOp(IRDLOperation, ABC):
                 )
             if isinstance(t, TensorType) and not inf.is_dtype(t.get_element_type()):
                 raise VerifyException(f"unsupported element type in {t}")
-        expected = self.infer_result_types(operand_types)
         actual = [r.type for r in self.results]
+        for t in actual:
+            if isinstance(t, TensorType) and not inf.is_dtype(t.get_element_type()):
+                raise VerifyException(f"unsupported element type in {t}")
+        expected = self.infer_result_types(operand_types)
         if len(expected) != len(actual):
             raise VerifyException(f"expected {len(expected)} results, but got {len(actual)}")
         for i, (e, a) in enumerate(zip(expected, actual, strict=True)):
@@ -137,7 +143,15 @@ class AtenOp(IRDLOperation, ABC):
 
 def _require_tensor(op: AtenOp, t: Attribute, what: str = "input") -> TensorType:
     if not isinstance(t, TensorType):
-        raise VerifyException(f"{op.name}: {what} must be a tensor, got {t}")
+        raise VerifyException(f"{what} must be a tensor, got {t}")
+    return t
+
+
+def _require_ranked(op: AtenOp, t: Attribute) -> TensorType:
+    """A tensor with at least one dim: PyTorch does not split or concatenate 0-d tensors."""
+    t = _require_tensor(op, t)
+    if t.get_num_dims() == 0:
+        raise VerifyException(f"needs a tensor with at least one dim, got {t}")
     return t
 
 
@@ -149,7 +163,11 @@ class UnaryPointwiseOp(AtenOp, ABC):
 
     DTYPE_RULE: ClassVar[str] = "same"
     """`same` keeps the dtype, `float` turns integers and bool into the default
-    float (as `torch.exp` does), `bool` gives bool."""
+    float (as `torch.exp` does), `float_only` rejects integers and bool (as
+    `torch.nn.functional.gelu` does), `bool` gives bool."""
+
+    ALLOWS_BOOL: ClassVar[bool] = True
+    """False where PyTorch rejects a bool input (`neg`, `abs`, `relu`)."""
 
     input = operand_def(TensorType)
     result = result_def(TensorType)
@@ -162,6 +180,10 @@ class UnaryPointwiseOp(AtenOp, ABC):
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
         t = _require_tensor(self, operand_types[0])
         dt = t.get_element_type()
+        if not self.ALLOWS_BOOL and dt == BOOL:
+            raise VerifyException(f"does not support bool inputs, got {t}")
+        if self.DTYPE_RULE == "float_only" and not inf.is_float(dt):
+            raise VerifyException(f"needs a floating-point input, got {t}")
         if self.DTYPE_RULE == "float" and not inf.is_float(dt):
             dt = DEFAULT_FLOAT
         elif self.DTYPE_RULE == "bool":
@@ -173,6 +195,14 @@ class FloatUnaryOp(UnaryPointwiseOp, ABC):
     DTYPE_RULE: ClassVar[str] = "float"
 
 
+class NumericUnaryOp(UnaryPointwiseOp, ABC):
+    ALLOWS_BOOL: ClassVar[bool] = False
+
+
+class FloatOnlyUnaryOp(UnaryPointwiseOp, ABC):
+    DTYPE_RULE: ClassVar[str] = "float_only"
+
+
 def _unary(name: str, doc: str, base_cls: type = UnaryPointwiseOp) -> type[AtenOp]:
     cls = type(
         name.split(".")[1].title().replace("_", "") + "Op",
@@ -182,9 +212,9 @@ def _unary(name: str, doc: str, base_cls: type = UnaryPointwiseOp) -> type[AtenO
     return irdl_op_definition(cls)
 
 
-NegOp = _unary("aten.neg", "`-x`.")
-AbsOp = _unary("aten.abs", "`|x|`.")
-ReluOp = _unary("aten.relu", "`max(x, 0)`; NaN stays NaN.")
+NegOp = _unary("aten.neg", "`-x`; not for bool.", NumericUnaryOp)
+AbsOp = _unary("aten.abs", "`|x|`; not for bool.", NumericUnaryOp)
+ReluOp = _unary("aten.relu", "`max(x, 0)`; NaN stays NaN; not for bool.", NumericUnaryOp)
 ExpOp = _unary("aten.exp", "`e^x`.", FloatUnaryOp)
 Expm1Op = _unary("aten.expm1", "`e^x - 1`, accurate near 0.", FloatUnaryOp)
 LogOp = _unary("aten.log", "Natural logarithm.", FloatUnaryOp)
@@ -194,7 +224,7 @@ RsqrtOp = _unary("aten.rsqrt", "`1 / sqrt(x)`.", FloatUnaryOp)
 ReciprocalOp = _unary("aten.reciprocal", "`1 / x`.", FloatUnaryOp)
 SigmoidOp = _unary("aten.sigmoid", "`1 / (1 + e^-x)`.", FloatUnaryOp)
 TanhOp = _unary("aten.tanh", "Hyperbolic tangent.", FloatUnaryOp)
-SiluOp = _unary("aten.silu", "`x * sigmoid(x)` (floats only in PyTorch).", FloatUnaryOp)
+SiluOp = _unary("aten.silu", "`x * sigmoid(x)`; floats only, as in PyTorch.", FloatOnlyUnaryOp)
 ErfOp = _unary("aten.erf", "The error function.", FloatUnaryOp)
 SinOp = _unary("aten.sin", "Sine.", FloatUnaryOp)
 CosOp = _unary("aten.cos", "Cosine.", FloatUnaryOp)
@@ -212,8 +242,8 @@ class LogicalNotOp(UnaryPointwiseOp):
 
 
 @irdl_op_definition
-class LeakyReluOp(UnaryPointwiseOp):
-    """`x if x > 0 else negative_slope * x`.
+class LeakyReluOp(FloatOnlyUnaryOp):
+    """`x if x > 0 else negative_slope * x`; floats only.
 
     %r = aten.leaky_relu %x negative_slope = 1.000000e-01 : f64 : tensor<4xf32> -> tensor<4xf32>
     """
@@ -226,14 +256,13 @@ class LeakyReluOp(UnaryPointwiseOp):
 
 
 @irdl_op_definition
-class GeluOp(UnaryPointwiseOp):
-    """GELU, exact (`x * Phi(x)`, erf-based) or with `approximate = "tanh"`.
+class GeluOp(FloatOnlyUnaryOp):
+    """GELU, exact (`x * Phi(x)`, erf-based) or with `approximate = "tanh"`; floats only.
 
     %r = aten.gelu %x approximate = "tanh" : tensor<4xf32> -> tensor<4xf32>
     """
 
     name = "aten.gelu"
-    DTYPE_RULE: ClassVar[str] = "float"
     approximate = opt_prop_def(StringAttr)
     assembly_format = (
         "$input (`approximate` `=` $approximate^)? attr-dict `:` type($input) `->` type($result)"
@@ -263,12 +292,15 @@ class ClampOp(UnaryPointwiseOp):
 
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
         t = _require_tensor(self, operand_types[0])
-        bounds = [_scalar_type(number_value(b, 0)) for b in (self.min, self.max) if b is not None]
-        return [TensorType(inf.result_dtype([t, *bounds]), t.get_shape())]
+        bounds = [_bound_type(b) for b in (self.min, self.max) if b is not None]
+        dt = inf.result_dtype([t, *bounds])
+        if dt == BOOL:
+            raise VerifyException("cannot clamp to a bool result")
+        return [TensorType(dt, t.get_shape())]
 
     def verify_(self) -> None:
         if self.min is None and self.max is None:
-            raise VerifyException("aten.clamp needs at least one of min and max")
+            raise VerifyException("needs at least one of min and max")
         super().verify_()
 
 
@@ -299,6 +331,12 @@ class BinaryPointwiseOp(AtenOp, ABC):
     """`promote` is `torch.result_type`, `float` also turns integers into the default
     float (true division), `bool` gives bool (comparisons, logical ops)."""
 
+    TENSORS_ONLY: ClassVar[bool] = False
+    """True where PyTorch's schema takes no Python scalar (`maximum`, `logical_and`)."""
+
+    ALLOWS_BOOL: ClassVar[bool] = True
+    """False where PyTorch rejects a bool computation dtype (`pow`)."""
+
     lhs = operand_def(AnyAttr())
     rhs = operand_def(AnyAttr())
     result = result_def(TensorType)
@@ -311,7 +349,11 @@ class BinaryPointwiseOp(AtenOp, ABC):
         super().__init__([lhs, rhs], props)
 
     def result_dtype(self, operand_types: Sequence[Attribute]) -> Attribute:
+        if self.TENSORS_ONLY and not all(isinstance(t, TensorType) for t in operand_types):
+            raise VerifyException("takes tensors only, not Python scalars")
         dt = inf.result_dtype(operand_types)
+        if not self.ALLOWS_BOOL and dt == BOOL:
+            raise VerifyException("does not support bool operands")
         if self.DTYPE_RULE == "float" and not inf.is_float(dt):
             return DEFAULT_FLOAT
         if self.DTYPE_RULE == "bool":
@@ -320,7 +362,7 @@ class BinaryPointwiseOp(AtenOp, ABC):
 
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
         if not any(isinstance(t, TensorType) for t in operand_types):
-            raise VerifyException(f"{self.name} needs at least one tensor operand")
+            raise VerifyException("needs at least one tensor operand")
         return [inf.broadcast_result(operand_types, self.result_dtype(operand_types))]
 
 
@@ -332,10 +374,10 @@ class AlphaBinaryOp(BinaryPointwiseOp, ABC):
 
     def result_dtype(self, operand_types: Sequence[Attribute]) -> Attribute:
         dt = super().result_dtype(operand_types)
-        if self.alpha is not None and isinstance(self.alpha, FloatAttr) and not inf.is_float(dt):
-            raise VerifyException(
-                f"{self.name}: a float alpha needs a floating-point result, not {dt}"
-            )
+        if isinstance(self.alpha, FloatAttr) and not inf.is_float(dt):
+            raise VerifyException(f"a float alpha needs a floating-point result, not {dt}")
+        if isinstance(self.alpha, IntegerAttr) and self.alpha.type == BOOL and dt != BOOL:
+            raise VerifyException(f"a bool alpha needs a bool result, not {dt}")
         return dt
 
 
@@ -360,7 +402,7 @@ class SubOp(AlphaBinaryOp):
 
     def result_dtype(self, operand_types: Sequence[Attribute]) -> Attribute:
         if any(inf.element_type(t) == BOOL for t in operand_types):
-            raise VerifyException("aten.sub does not support bool operands (use logical_xor)")
+            raise VerifyException("does not support bool operands (use logical_xor)")
         return super().result_dtype(operand_types)
 
 
@@ -385,17 +427,32 @@ class DivOp(BinaryPointwiseOp):
             raise VerifyException(
                 f'rounding_mode must be "trunc" or "floor", got "{self.rounding_mode.data}"'
             )
+        if dt == BOOL:
+            raise VerifyException("rounding division does not support bool operands")
         return dt
 
 
-def _binary(name: str, doc: str, rule: str = "promote", example: str = "tensor<4xf32>") -> type:
+def _binary(
+    name: str,
+    doc: str,
+    rule: str = "promote",
+    example: str = "tensor<4xf32>",
+    tensors_only: bool = False,
+    allows_bool: bool = True,
+) -> type:
     cls = type(
         "".join(p.title() for p in name.split(".")[1].split("_")) + "Op",
         (BinaryPointwiseOp,),
         {
             "name": name,
             "DTYPE_RULE": rule,
-            "__annotations__": {"DTYPE_RULE": ClassVar[str]},
+            "TENSORS_ONLY": tensors_only,
+            "ALLOWS_BOOL": allows_bool,
+            "__annotations__": {
+                "DTYPE_RULE": ClassVar[str],
+                "TENSORS_ONLY": ClassVar[bool],
+                "ALLOWS_BOOL": ClassVar[bool],
+            },
             "__doc__": f"{doc}\n\n    %r = {name} %a, %b : tensor<4xf32>, tensor<4xf32> -> {example}",
         },
     )
@@ -403,18 +460,18 @@ def _binary(name: str, doc: str, rule: str = "promote", example: str = "tensor<4
 
 
 MulOp = _binary("aten.mul", "`a * b`.")
-PowOp = _binary("aten.pow", "`a ** b`.")
-MaximumOp = _binary("aten.maximum", "Elementwise max; NaN propagates.")
-MinimumOp = _binary("aten.minimum", "Elementwise min; NaN propagates.")
+PowOp = _binary("aten.pow", "`a ** b`; not for bool.", allows_bool=False)
+MaximumOp = _binary("aten.maximum", "Elementwise max of two tensors; NaN propagates.", tensors_only=True)
+MinimumOp = _binary("aten.minimum", "Elementwise min of two tensors; NaN propagates.", tensors_only=True)
 EqOp = _binary("aten.eq", "`a == b`.", "bool", "tensor<4xi1>")
 NeOp = _binary("aten.ne", "`a != b`.", "bool", "tensor<4xi1>")
 LtOp = _binary("aten.lt", "`a < b`.", "bool", "tensor<4xi1>")
 LeOp = _binary("aten.le", "`a <= b`.", "bool", "tensor<4xi1>")
 GtOp = _binary("aten.gt", "`a > b`.", "bool", "tensor<4xi1>")
 GeOp = _binary("aten.ge", "`a >= b`.", "bool", "tensor<4xi1>")
-LogicalAndOp = _binary("aten.logical_and", "`a and b` as bool.", "bool", "tensor<4xi1>")
-LogicalOrOp = _binary("aten.logical_or", "`a or b` as bool.", "bool", "tensor<4xi1>")
-LogicalXorOp = _binary("aten.logical_xor", "`a xor b` as bool.", "bool", "tensor<4xi1>")
+LogicalAndOp = _binary("aten.logical_and", "`a and b` as bool.", "bool", "tensor<4xi1>", True)
+LogicalOrOp = _binary("aten.logical_or", "`a or b` as bool.", "bool", "tensor<4xi1>", True)
+LogicalXorOp = _binary("aten.logical_xor", "`a xor b` as bool.", "bool", "tensor<4xi1>", True)
 
 
 @irdl_op_definition
@@ -441,7 +498,7 @@ class WhereOp(AtenOp):
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
         cond, a, b = operand_types
         if inf.element_type(cond) != BOOL:
-            raise VerifyException(f"aten.where: condition must be a bool tensor, got {cond}")
+            raise VerifyException(f"condition must be a bool tensor, got {cond}")
         return [inf.broadcast_result(operand_types, inf.result_dtype([a, b]))]
 
 
@@ -480,7 +537,7 @@ class ExpandOp(ShapeUnaryOp):
         shape = t.get_shape()
         if len(size) < len(shape):
             raise VerifyException(
-                f"aten.expand: {len(size)} sizes given for a tensor of rank {len(shape)}"
+                f"{len(size)} sizes given for a tensor of rank {len(shape)}"
             )
         lead = len(size) - len(shape)
         out: list[int] = []
@@ -488,11 +545,13 @@ class ExpandOp(ShapeUnaryOp):
             old = shape[i - lead] if i >= lead else None
             if s == -1:
                 if old is None:
-                    raise VerifyException("aten.expand: -1 is not allowed for a new leading dim")
+                    raise VerifyException("-1 is not allowed for a new leading dim")
                 s = old
+            elif s < 0:
+                raise VerifyException(f"size {s} of dim {i} is negative")
             elif old is not None and old != 1 and old != s:
                 raise VerifyException(
-                    f"aten.expand: dim {i} of size {old} cannot be expanded to {s}"
+                    f"dim {i} of size {old} cannot be expanded to {s}"
                 )
             out.append(s)
         return [TensorType(t.get_element_type(), out)]
@@ -511,11 +570,11 @@ class ReshapeLikeOp(ShapeUnaryOp, ABC):
         r = self.result.type
         assert isinstance(r, TensorType)
         if r.get_element_type() != t.get_element_type():
-            raise VerifyException(f"{self.name} cannot change the element type")
+            raise VerifyException("cannot change the element type")
         if inf.DYNAMIC not in (*t.get_shape(), *r.get_shape()):
             if math.prod(t.get_shape()) != math.prod(r.get_shape()):
                 raise VerifyException(
-                    f"{self.name}: shape {inf.format_shape(t.get_shape())} and "
+                    f"shape {inf.format_shape(t.get_shape())} and "
                     f"{inf.format_shape(r.get_shape())} have different element counts"
                 )
         return [r]
@@ -555,7 +614,7 @@ class UnsqueezeOp(ShapeUnaryOp):
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
         t = _require_tensor(self, operand_types[0])
         shape = list(t.get_shape())
-        d = inf.normalize_dim(_dim_prop(self), len(shape) + 1, self.name)
+        d = inf.normalize_dim(_dim_prop(self), len(shape) + 1)
         shape.insert(d, 1)
         return [TensorType(t.get_element_type(), shape)]
 
@@ -576,9 +635,9 @@ class SqueezeOp(ShapeUnaryOp):
         shape = list(t.get_shape())
         if self.dim is None:
             shape = [s for s in shape if s != 1]
-        elif shape:
-            d = inf.normalize_dim(self.dim.value.data, len(shape), self.name)
-            if shape[d] == 1:
+        else:
+            d = inf.normalize_dim(self.dim.value.data, len(shape))
+            if shape and shape[d] == 1:
                 del shape[d]
         return [TensorType(t.get_element_type(), shape)]
 
@@ -597,10 +656,10 @@ class PermuteOp(ShapeUnaryOp):
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
         t = _require_tensor(self, operand_types[0])
         shape = t.get_shape()
-        dims = [inf.normalize_dim(d, len(shape), self.name) for d in self.dims.get_values()]
+        dims = [inf.normalize_dim(d, len(shape)) for d in self.dims.get_values()]
         if sorted(dims) != list(range(len(shape))):
             raise VerifyException(
-                f"aten.permute: dims {list(self.dims.get_values())} are not a permutation "
+                f"dims {list(self.dims.get_values())} are not a permutation "
                 f"of the {len(shape)} dims"
             )
         return [TensorType(t.get_element_type(), [shape[d] for d in dims])]
@@ -623,8 +682,8 @@ class TransposeOp(ShapeUnaryOp):
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
         t = _require_tensor(self, operand_types[0])
         shape = list(t.get_shape())
-        a = inf.normalize_dim(_dim_prop(self, "dim0"), len(shape), self.name)
-        b = inf.normalize_dim(_dim_prop(self, "dim1"), len(shape), self.name)
+        a = inf.normalize_dim(_dim_prop(self, "dim0"), len(shape))
+        b = inf.normalize_dim(_dim_prop(self, "dim1"), len(shape))
         if shape:
             shape[a], shape[b] = shape[b], shape[a]
         return [TensorType(t.get_element_type(), shape)]
@@ -664,11 +723,11 @@ class ChunkOp(ShapeOpBase):
     )
 
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
-        t = _require_tensor(self, operand_types[0])
+        t = _require_ranked(self, operand_types[0])
         n = _dim_prop(self, "chunks")
         if n <= 0:
-            raise VerifyException(f"aten.chunk: chunks must be positive, got {n}")
-        d = inf.normalize_dim(_dim_prop(self), t.get_num_dims(), self.name)
+            raise VerifyException(f"chunks must be positive, got {n}")
+        d = inf.normalize_dim(_dim_prop(self), t.get_num_dims())
         return _split_types(t, d, chunk_sizes(t.get_shape()[d], n))
 
 
@@ -691,21 +750,21 @@ class SplitOp(ShapeOpBase):
     )
 
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
-        t = _require_tensor(self, operand_types[0])
-        d = inf.normalize_dim(_dim_prop(self), t.get_num_dims(), self.name)
+        t = _require_ranked(self, operand_types[0])
+        d = inf.normalize_dim(_dim_prop(self), t.get_num_dims())
         total = t.get_shape()[d]
         if (self.split_size is None) == (self.sizes is None):
-            raise VerifyException("aten.split needs exactly one of split_size and sizes")
+            raise VerifyException("needs exactly one of split_size and sizes")
         if self.sizes is not None:
             sizes = list(self.sizes.get_values())
             if sum(sizes) != total:
                 raise VerifyException(
-                    f"aten.split: sizes {sizes} do not add up to dim {d} of size {total}"
+                    f"sizes {sizes} do not add up to dim {d} of size {total}"
                 )
         else:
             step = self.split_size.value.data  # type: ignore[union-attr]
             if step <= 0:
-                raise VerifyException(f"aten.split: split_size must be positive, got {step}")
+                raise VerifyException(f"split_size must be positive, got {step}")
             sizes = [min(step, total - i) for i in range(0, total, step)] or [0]
         return _split_types(t, d, sizes)
 
@@ -729,10 +788,10 @@ class CatOp(AtenOp):
 
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
         if not operand_types:
-            raise VerifyException("aten.cat needs at least one input")
-        ts = [_require_tensor(self, t) for t in operand_types]
+            raise VerifyException("needs at least one input")
+        ts = [_require_ranked(self, t) for t in operand_types]
         rank = ts[0].get_num_dims()
-        d = inf.normalize_dim(_dim_prop(self), rank, self.name)
+        d = inf.normalize_dim(_dim_prop(self), rank)
         shape = list(ts[0].get_shape())
         for t in ts[1:]:
             other = t.get_shape()
@@ -740,7 +799,7 @@ class CatOp(AtenOp):
                 a != b for i, (a, b) in enumerate(zip(shape, other, strict=True)) if i != d
             ):
                 raise VerifyException(
-                    f"aten.cat: shapes {inf.format_shape(ts[0].get_shape())} and "
+                    f"shapes {inf.format_shape(ts[0].get_shape())} and "
                     f"{inf.format_shape(other)} differ outside dim {d}"
                 )
             shape[d] += other[d]
@@ -771,14 +830,14 @@ class NarrowOp(ShapeUnaryOp):
     )
 
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
-        t = _require_tensor(self, operand_types[0])
-        d = inf.normalize_dim(_dim_prop(self), t.get_num_dims(), self.name)
+        t = _require_ranked(self, operand_types[0])
+        d = inf.normalize_dim(_dim_prop(self), t.get_num_dims())
         size = t.get_shape()[d]
         start, length = _dim_prop(self, "start"), _dim_prop(self, "length")
         start = start + size if start < 0 else start
         if start < 0 or length < 0 or start + length > size:
             raise VerifyException(
-                f"aten.narrow: start {start} and length {length} exceed dim {d} of size {size}"
+                f"start {start} and length {length} exceed dim {d} of size {size}"
             )
         return _split_types(t, d, [length])
 
@@ -801,11 +860,11 @@ class SliceOp(ShapeUnaryOp):
     )
 
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
-        t = _require_tensor(self, operand_types[0])
-        d = inf.normalize_dim(_dim_prop(self), t.get_num_dims(), self.name)
+        t = _require_ranked(self, operand_types[0])
+        d = inf.normalize_dim(_dim_prop(self), t.get_num_dims())
         step = _dim_prop(self, "step")
         if step <= 0:
-            raise VerifyException(f"aten.slice: step must be positive, got {step}")
+            raise VerifyException(f"step must be positive, got {step}")
         n = _slice_len(t.get_shape()[d], _dim_prop(self, "start"), _dim_prop(self, "end"), step)
         return _split_types(t, d, [n])
 
@@ -816,7 +875,7 @@ class SliceOp(ShapeUnaryOp):
 def _matmul_shape(op: AtenOp, a: TensorType, b: TensorType) -> list[int]:
     sa, sb = list(a.get_shape()), list(b.get_shape())
     if not sa or not sb:
-        raise VerifyException(f"{op.name}: both operands need at least one dim")
+        raise VerifyException("both operands need at least one dim")
     va, vb = len(sa) == 1, len(sb) == 1
     if va:
         sa = [1, *sa]
@@ -824,7 +883,7 @@ def _matmul_shape(op: AtenOp, a: TensorType, b: TensorType) -> list[int]:
         sb = [*sb, 1]
     if sa[-1] != sb[-2]:
         raise VerifyException(
-            f"{op.name}: inner dims differ: {inf.format_shape(a.get_shape())} @ "
+            f"inner dims differ: {inf.format_shape(a.get_shape())} @ "
             f"{inf.format_shape(b.get_shape())}"
         )
     batch = list(inf.broadcast_shapes(sa[:-2], sb[:-2]))
@@ -836,12 +895,16 @@ def _matmul_shape(op: AtenOp, a: TensorType, b: TensorType) -> list[int]:
     return out
 
 
-def _float_or_same(op: AtenOp, a: TensorType, b: TensorType) -> Attribute:
-    if a.get_element_type() != b.get_element_type():
-        raise VerifyException(
-            f"{op.name}: operands must have one dtype, got {a.get_element_type()} "
-            f"and {b.get_element_type()}"
-        )
+def _float_or_same(op: AtenOp, a: TensorType, *others: TensorType) -> Attribute:
+    """The one dtype of a matrix product's operands (PyTorch does not promote them)."""
+    for b in others:
+        if a.get_element_type() != b.get_element_type():
+            raise VerifyException(
+                f"operands must have one dtype, got {a.get_element_type()} "
+                f"and {b.get_element_type()}"
+            )
+    if a.get_element_type() == BOOL:
+        raise VerifyException("matrix products do not support bool operands")
     return a.get_element_type()
 
 
@@ -884,7 +947,7 @@ class MmOp(MatmulLikeOp):
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
         a, b = (_require_tensor(self, t) for t in operand_types)
         if a.get_num_dims() != 2 or b.get_num_dims() != 2:
-            raise VerifyException("aten.mm: both operands must be 2-d")
+            raise VerifyException("both operands must be 2-d")
         return [TensorType(_float_or_same(self, a, b), _matmul_shape(self, a, b))]
 
 
@@ -911,14 +974,14 @@ class AddmmOp(AtenOp):
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
         bias, a, b = (_require_tensor(self, t) for t in operand_types)
         if a.get_num_dims() != 2 or b.get_num_dims() != 2:
-            raise VerifyException("aten.addmm: mat1 and mat2 must be 2-d")
+            raise VerifyException("mat1 and mat2 must be 2-d")
         shape = _matmul_shape(self, a, b)
         if inf.broadcast_shapes(bias.get_shape(), shape) != tuple(shape):
             raise VerifyException(
-                f"aten.addmm: bias {inf.format_shape(bias.get_shape())} does not broadcast "
+                f"bias {inf.format_shape(bias.get_shape())} does not broadcast "
                 f"to {inf.format_shape(shape)}"
             )
-        return [TensorType(_float_or_same(self, a, b), shape)]
+        return [TensorType(_float_or_same(self, a, b, bias), shape)]
 
 
 @irdl_op_definition
@@ -942,17 +1005,19 @@ class LinearOp(AtenOp):
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
         x, w = (_require_tensor(self, t) for t in operand_types[:2])
         if w.get_num_dims() not in (1, 2):
-            raise VerifyException("aten.linear: weight must be 1-d or 2-d")
+            raise VerifyException("weight must be 1-d or 2-d")
         wt = TensorType(w.get_element_type(), list(reversed(w.get_shape())))
         shape = _matmul_shape(self, x, wt)
+        biases: list[TensorType] = []
         if len(operand_types) == 3:
             b = _require_tensor(self, operand_types[2], "bias")
             if inf.broadcast_shapes(b.get_shape(), shape) != tuple(shape):
                 raise VerifyException(
-                    f"aten.linear: bias {inf.format_shape(b.get_shape())} does not broadcast "
+                    f"bias {inf.format_shape(b.get_shape())} does not broadcast "
                     f"to {inf.format_shape(shape)}"
                 )
-        return [TensorType(_float_or_same(self, x, w), shape)]
+            biases.append(b)
+        return [TensorType(_float_or_same(self, x, w, *biases), shape)]
 
 
 class ReductionOp(AtenOp, ABC):
@@ -969,11 +1034,11 @@ class ReductionOp(AtenOp, ABC):
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
         t = _require_tensor(self, operand_types[0])
         rank = t.get_num_dims()
-        dims = (
-            {inf.normalize_dim(d, rank, self.name) for d in self.dims.get_values()}
-            if self.dims is not None and self.dims.get_values()
-            else set(range(rank))
-        )
+        given = list(self.dims.get_values()) if self.dims is not None else []
+        listed = [inf.normalize_dim(d, rank) for d in given]
+        if len(set(listed)) != len(listed):
+            raise VerifyException(f"dims {given} name a dim twice")
+        dims = set(listed) if listed else set(range(rank))
         keep = self.keepdim is not None and bool(self.keepdim.value.data)
         shape = [1 if i in dims else s for i, s in enumerate(t.get_shape()) if keep or i not in dims]
         dt = self.results[0].type.get_element_type() if self.results else self.default_dtype(t)
@@ -1006,8 +1071,11 @@ class MeanOp(ReductionOp):
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
         t = _require_tensor(self, operand_types[0])
         if not inf.is_float(t.get_element_type()):
-            raise VerifyException(f"aten.mean needs a floating-point input, got {t}")
-        return super().infer_result_types(operand_types)
+            raise VerifyException(f"needs a floating-point input, got {t}")
+        out = super().infer_result_types(operand_types)
+        if not inf.is_float(inf.element_type(out[0])):
+            raise VerifyException(f"needs a floating-point result, got {out[0]}")
+        return out
 
 
 @irdl_op_definition
@@ -1042,7 +1110,7 @@ class OpaqueOp(IRDLOperation):
 
     def verify_(self) -> None:
         if not self.target.data:
-            raise VerifyException("aten.opaque needs a non-empty target name")
+            raise VerifyException("needs a non-empty target name")
 
 
 ATEN_OPS: list[type[Operation]] = [

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from xdsl.dialects.builtin import SymbolRefAttr
 from xdsl.dialects.utils.format import parse_assignment, print_assignment
 from xdsl.ir import Attribute, Block, Dialect, Operation, Region, SSAValue
 from xdsl.irdl import (
@@ -22,6 +23,7 @@ from xdsl.irdl import (
     IRDLOperation,
     irdl_op_definition,
     lazy_traits_def,
+    prop_def,
     region_def,
     traits_def,
     var_operand_def,
@@ -154,4 +156,29 @@ class GroupOp(IRDLOperation):
         printer.print_string(" ")
         printer.print_region(self.body, print_entry_block_args=False)
 
-Fusion = Dialect("fusion", [GroupOp, YieldOp], [])
+
+
+@irdl_op_definition
+class LaunchOp(IRDLOperation):
+    """Host side of an outlined group: runs kernel `@callee` over `args`.
+
+    %r = fusion.launch @main_group0(%a, %b) : (tensor<4xf32>, f64) -> tensor<4xf32>
+    """
+
+    name = "fusion.launch"
+    callee = prop_def(SymbolRefAttr)
+    args = var_operand_def(AnyAttr())
+    outputs = var_result_def(AnyAttr())
+    assembly_format = "$callee `(` $args `)` attr-dict `:` functional-type($args, $outputs)"
+
+    def __init__(
+        self, callee: str, args: Sequence[SSAValue | Operation], result_types: Sequence[Attribute]
+    ):
+        super().__init__(
+            operands=[args],
+            result_types=[result_types],
+            properties={"callee": SymbolRefAttr(callee)},
+        )
+
+
+Fusion = Dialect("fusion", [GroupOp, YieldOp, LaunchOp], [])

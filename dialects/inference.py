@@ -175,11 +175,14 @@ def broadcast_result(operand_types: Sequence[Attribute], dtype: Attribute) -> Te
     return TensorType(dtype, broadcast_shapes(*shapes))
 
 
-def normalize_dim(dim: int, rank: int, op_name: str = "op") -> int:
-    """PyTorch's wrap-around dim (`-1` is the last), checked against `rank`."""
+def normalize_dim(dim: int, rank: int, op_name: str | None = None) -> int:
+    """PyTorch's wrap-around dim (`-1` is the last), checked against `rank`; a 0-d
+    tensor accepts dims 0 and -1, as in PyTorch. Verifiers leave out `op_name`, since
+    the located diagnostic already names the op."""
     bound = max(rank, 1)
     if not -bound <= dim < bound:
+        prefix = f"{op_name}: " if op_name else ""
         raise VerifyException(
-            f"{op_name}: dimension {dim} is out of range for a tensor of rank {rank}"
+            f"{prefix}dimension {dim} is out of range for a tensor of rank {rank}"
         )
     return dim + bound if dim < 0 else dim

@@ -1,0 +1,112 @@
+"""Canonical keys of fusion groups: alpha-equivalent groups share one kernel.
+
+A key renames every value by position (`%a0..` for inputs, `%0..` for results),
+drops value names, and keeps of each tensor type only its rank, dtype and which
+dims are 1 (they broadcast); other sizes print as `?`, since one kernel serves
+every shape of a broadcast pattern. Ops, properties, attributes and types are
+printed in a fixed order. The seeds' `normalizeGraphForCache` (Canonicalize +
+EraseShapeInformation) is the model:
+
+    fusion.group (%x = %a) : (tensor<8x1xf32>) -> (tensor<8x1xf32>) {
+      %0 = aten.neg %x : tensor<8x1xf32> -> tensor<8x1xf32>
+      fusion.yield %0 : tensor<8x1xf32>
+    }
+    key text:
+    (%a0: tensor<?x1xf32>) {
+      %0 = aten.neg(%a0) : (tensor<?x1xf32>) -> (tensor<?x1xf32>)
+      yield(%0)
+    }
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from io import StringIO
+
+from fusec.dialects.fusion import GroupOp
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.printer import Printer
+
+KEY_ATTR = "fusion.key"
+"""Group attribute the `print-canonical-keys` pass writes; never part of a key."""
+
+
+@dataclass(frozen=True)
+class CanonicalKey:
+    """A group's canonical text and its sha256 (hex) digest."""
+
+    text: str
+    digest: str
+
+
+def canonical_type(t: Attribute) -> str:
+    """`tensor<8x1x3xf32>` -> `tensor<?x1x?xf32>`; other types print as they are."""
+    if isinstance(t, TensorType):
+        dims = ["1" if d == 1 else "?" for d in t.get_shape()]
+        return "tensor<" + "".join(d + "x" for d in dims) + _attr(t.get_element_type()) + ">"
+    return _attr(t)
+
+
+def _attr(a: Attribute) -> str:
+    out = StringIO()
+    Printer(stream=out).print_attribute(a)
+    return out.getvalue()
+
+
+class _Namer:
+    def __init__(self) -> None:
+        self.names: dict[SSAValue, str] = {}
+        self.n_results = 0
+
+    def arg(self, v: SSAValue, i: int) -> str:
+        self.names[v] = f"%a{i}"
+        return self.names[v]
+
+    def result(self, v: SSAValue) -> str:
+        self.names[v] = f"%{self.n_results}"
+        self.n_results += 1
+        return self.names[v]
+
+
+def _print_block(block: Block, namer: _Namer, out: list[str], indent: str) -> None:
+    for op in block.ops:
+        _print_op(op, namer, out, indent)
+
+
+def _print_op(op: Operation, namer: _Namer, out: list[str], indent: str) -> None:
+    operands = ", ".join(namer.names[v] for v in op.operands)
+    results = ", ".join(namer.result(r) for r in op.results)
+    props = {**op.properties, **{k: v for k, v in op.attributes.items() if k != KEY_ATTR}}
+    attrs = ", ".join(f"{k} = {_attr(props[k])}" for k in sorted(props))
+    in_types = ", ".join(canonical_type(v.type) for v in op.operands)
+    out_types = ", ".join(canonical_type(r.type) for r in op.results)
+    head = f"{results} = " if results else ""
+    out.append(f"{indent}{head}{op.name}({operands}) {{{attrs}}} : ({in_types}) -> ({out_types})")
+    for region in op.regions:
+        out.append(f"{indent}region {{")
+        for block in region.blocks:
+            args = ", ".join(f"{namer.result(a)}: {canonical_type(a.type)}" for a in block.args)
+            out.append(f"{indent}  ^({args}):")
+            _print_block(block, namer, out, indent + "    ")
+        out.append(f"{indent}}}")
+
+
+def canonical_text(group: GroupOp) -> str:
+    """The group's body, renamed and stripped of sizes (see the module docstring)."""
+    namer = _Namer()
+    args = ", ".join(
+        f"{namer.arg(a, i)}: {canonical_type(a.type)}" for i, a in enumerate(group.body.block.args)
+    )
+    out = [f"({args}) {{"]
+    _print_block(group.body.block, namer, out, "  ")
+    out.append("}")
+    return "\n".join(out) + "\n"
+
+
+def canonical_key(group: GroupOp) -> CanonicalKey:
+    """The stable key of `group`: equal for groups that differ only in value names
+    and non-1 sizes, different for any other difference."""
+    text = canonical_text(group)
+    return CanonicalKey(text, hashlib.sha256(text.encode()).hexdigest())

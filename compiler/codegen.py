@@ -1,0 +1,142 @@
+"""Code generation: a `fusion.group` to a kernel artifact (host LLVM IR or PTX).
+
+    group --lower-group-to-loops--> loop level (scf/memref/arith/math)
+          --convert-*-to-llvm, reconcile-unrealized-casts--> llvm dialect
+          --xdsl.backend.llvm.convert--> llvmlite IR --O3 (host cpu)--> artifact
+
+Kernels take runtime sizes and strides (see `KernelSignature`), so one artifact
+serves every shape of its canonical key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+
+from fusec.dialects.fusion import GroupOp
+from fusec.passes.lower_group_to_loops import (
+    KernelSignature,
+    OperandSpec,
+    OutputSpec,
+    build_loop_kernel,
+)
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp, VectorType
+from xdsl.passes import ModulePass
+from xdsl.rewriter import Rewriter
+
+__all__ = [
+    "KernelArtifact",
+    "KernelSignature",
+    "OperandSpec",
+    "OutputSpec",
+    "build_kernel",
+    "llvm_pipeline",
+    "lower_to_llvm_dialect",
+    "translate_to_llvm_ir",
+]
+
+
+@dataclass(frozen=True)
+class KernelArtifact:
+    """A compiled kernel: `code` is optimized LLVM IR text for "cpu", PTX for an
+    "sm_XX" target; `signature` says how to call it. Picklable."""
+
+    name: str
+    target: str
+    code: bytes
+    signature: KernelSignature
+
+
+def _math_pass(target: str) -> str:
+    from fusec.passes import FUSEC_PASSES
+
+    if "convert-math-to-llvm" in FUSEC_PASSES:
+        return f"convert-math-to-llvm{{target={'cpu' if target == 'cpu' else 'nvptx'}}}"
+    # Stopgap until the vectorizable math lowering lands.
+    return "convert-math-to-libm"
+
+
+def llvm_pipeline(target: str = "cpu") -> str:
+    """The `-p` pipeline from the loop level to the llvm dialect."""
+    return ",".join(
+        [
+            "convert-scf-to-cf",
+            "convert-arith-to-llvm",
+            _math_pass(target),
+            "convert-memref-to-llvm",
+            "convert-cf-to-llvm",
+            "convert-func-to-llvm",
+            "reconcile-unrealized-casts",
+        ]
+    )
+
+
+@cache
+def _passes() -> dict[str, Callable[[], type[ModulePass]]]:
+    from fusec.passes import FUSEC_PASSES
+    from xdsl.transforms import get_all_passes
+
+    return {**get_all_passes(), **FUSEC_PASSES}
+
+
+def lower_to_llvm_dialect(module: ModuleOp, target: str = "cpu") -> None:
+    """Runs the loop-level-to-llvm-dialect pipeline on `module` in place."""
+    from xdsl.passes import PassPipeline
+
+    PassPipeline.parse_spec(_passes(), llvm_pipeline(target)).apply(Context(), module)
+
+
+def _mangle_intrinsics(module: ModuleOp) -> None:
+    """`llvm.intr.copysign` etc. -> `llvm.call_intrinsic "llvm.copysign.f64"`.
+
+    xDSL's translation declares these intrinsics without the type suffix, so a
+    module using one at both f32 and f64 gets a mistyped call; the explicit,
+    mangled name is what LLVM expects anyway."""
+    from xdsl.backend.llvm.convert_op import _BINARY_INTRINSIC_MAP, _UNARY_INTRINSIC_MAP
+    from xdsl.dialects import llvm
+
+    names = {**_UNARY_INTRINSIC_MAP, **_BINARY_INTRINSIC_MAP}
+    for op in list(module.walk()):
+        base = names.get(type(op))
+        if base is None:
+            continue
+        t = op.results[0].type
+        suffix = str(t) if not isinstance(t, VectorType) else f"v{t.get_shape()[0]}{t.element_type}"
+        call = llvm.CallIntrinsicOp(f"{base}.{suffix}", list(op.operands), [t])
+        Rewriter.replace_op(op, call)
+
+
+def translate_to_llvm_ir(module: ModuleOp, target: str = "cpu") -> str:
+    """llvm-dialect module -> LLVM IR text (host triple, or nvptx64 for GPUs)."""
+    from xdsl.backend.llvm.convert import convert_module
+
+    _mangle_intrinsics(module)
+    triple = None if target == "cpu" else "nvptx64-nvidia-cuda"
+    return str(convert_module(module, fallback_target_triple=triple))
+
+
+def _kernel_name(group: GroupOp, target: str) -> str:
+    text = str(group.body) + str(group.outputs.types) + target
+    return "fusec_" + hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def build_kernel(group: GroupOp, target: str = "cpu") -> KernelArtifact:
+    """Compiles one `fusion.group` for `target` ("cpu" or "sm_XX")."""
+    name = _kernel_name(group, target)
+    fn, sig = build_loop_kernel(
+        name, group.body.block, group.outputs.types, "cpu" if target == "cpu" else "nvptx"
+    )
+    module = ModuleOp([fn])
+    lower_to_llvm_dialect(module, target)
+    ir_text = translate_to_llvm_ir(module, target)
+    if target == "cpu":
+        from fusec.llvm_jit import optimize_for_host
+
+        return KernelArtifact(name, target, optimize_for_host(ir_text).encode(), sig)
+    from fusec.ptx import emit_ptx  # type: ignore[import-not-found]
+
+    ir_text = ir_text.replace(f"define void @{name}(", f"define ptx_kernel void @{name}(")
+    return KernelArtifact(name, target, emit_ptx(ir_text, target).encode(), sig)

@@ -1,0 +1,1086 @@
+"""torch.fx -> `aten` dialect.
+
+The importer runs the graph once on the example inputs, node by node, so every
+value's dtype and shape is known, and turns each node into an `aten` op whose
+inferred result types must agree with what PyTorch produced (when they do not,
+the node becomes `aten.opaque`, which is always right):
+
+    def f(x, y):                        func.func @f(%x: tensor<4x1xf32>, %y: tensor<3xf32>)
+        return torch.sigmoid(x) * y  ->     %sigmoid = aten.sigmoid %x : ...
+                                            %mul = aten.mul %sigmoid, %y : ...
+                                            func.return %mul : tensor<4x3xf32>
+
+Parameters and buffers become function arguments after the graph's own inputs;
+Python scalars become `arith.constant` (f64/i64/i1) or, when they are inputs,
+function arguments of those types. Sizes read from tensors (`x.size(0)`) are
+folded into constants, which makes the result valid only for the example shapes
+(`ImportedGraph.shape_dependent`).
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.fx
+import torch.nn.functional as F
+from fusec.dialects import aten
+from fusec.dialects import inference as inf
+from fusec.torch_ops import DTYPES_OF_TORCH
+from torch import nn
+from xdsl.dialects import arith, func
+from xdsl.dialects.builtin import (
+    FloatAttr,
+    FunctionType,
+    IntegerAttr,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+)
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.utils.exceptions import VerifyException
+
+
+class UnsupportedGraph(Exception):
+    """The graph cannot be imported at all (it then runs eagerly)."""
+
+
+class _NotMapped(Exception):
+    """This node has no `aten` form; it becomes `aten.opaque`."""
+
+
+@dataclass(frozen=True)
+class Const:
+    """A node whose value is known at import time."""
+
+    value: Any
+    from_shape: bool = False
+
+
+@dataclass(frozen=True)
+class OperandRef:
+    """Marks where an opaque call's i-th runtime operand goes in its arguments."""
+
+    index: int
+
+
+@dataclass
+class OpaqueCall:
+    """How to run one `aten.opaque` op: the original fx target and arguments."""
+
+    kind: str
+    target: Any
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    multi: bool
+
+    def bind(self, root: nn.Module) -> Callable[..., tuple[Any, ...]]:
+        """A callable over the op's runtime operands that returns its results."""
+        if self.kind == "call_module":
+            fn: Callable[..., Any] = root.get_submodule(self.target)
+        elif self.kind == "call_method":
+            name = self.target
+
+            def fn(obj: Any, *args: Any, **kwargs: Any) -> Any:
+                return getattr(obj, name)(*args, **kwargs)
+        else:
+            fn = self.target
+        args, kwargs, multi = self.args, self.kwargs, self.multi
+
+        def fill(a: Any, ops: Sequence[Any]) -> Any:
+            if isinstance(a, OperandRef):
+                return ops[a.index]
+            if isinstance(a, tuple | list):
+                return type(a)(fill(x, ops) for x in a)
+            if isinstance(a, dict):
+                return {k: fill(v, ops) for k, v in a.items()}
+            return a
+
+        def call(*ops: Any) -> tuple[Any, ...]:
+            r = fn(*fill(args, ops), **fill(kwargs, ops))
+            if r is None:
+                return ()
+            return tuple(r) if multi else (r,)
+
+        return call
+
+
+@dataclass
+class ImportedGraph:
+    """An imported graph and what the runtime needs to run it."""
+
+    module: ModuleOp
+    func: func.FuncOp
+    inputs: list[tuple[str, Any]]
+    """One entry per function argument: ("arg", i) is the caller's i-th argument,
+    ("attr", "lin.weight") a parameter or buffer read from the module each call."""
+    outputs: Any
+    """The output structure: `Ret(i)` for the i-th returned value, `Const` leaves."""
+    opaque: dict[str, OpaqueCall] = field(default_factory=dict)
+    shape_dependent: bool = False
+
+
+@dataclass(frozen=True)
+class Ret:
+    index: int
+
+
+def tensor_type(t: torch.Tensor) -> TensorType:
+    try:
+        dt = DTYPES_OF_TORCH[t.dtype]
+    except KeyError:
+        raise _NotMapped(f"dtype {t.dtype}") from None
+    return TensorType(dt, list(t.shape))
+
+
+def value_type(v: Any) -> Attribute:
+    """The IR type of a runtime value (a tensor or a Python scalar)."""
+    if isinstance(v, torch.Tensor):
+        return tensor_type(v)
+    if isinstance(v, bool):
+        return inf.BOOL
+    if isinstance(v, int):
+        return inf.I64
+    if isinstance(v, float):
+        return inf.F64
+    raise _NotMapped(f"value of type {type(v).__name__}")
+
+
+def _is_scalar(v: Any) -> bool:
+    return isinstance(v, bool | int | float)
+
+
+_MUTATING_OPS = {operator.iadd, operator.isub, operator.imul, operator.itruediv}
+_SHAPE_QUERIES = {"size", "dim", "numel", "ndimension", "shape", "dtype", "device", "ndim"}
+
+
+class _Importer:
+    def __init__(self, gm: torch.fx.GraphModule, example_inputs: Sequence[Any]):
+        self.gm = gm
+        self.example_inputs = list(example_inputs)
+        self.block = Block()
+        self.env: dict[torch.fx.Node, Any] = {}
+        self.real: dict[torch.fx.Node, Any] = {}
+        self.inputs: list[tuple[str, Any]] = []
+        self.attr_args: dict[str, SSAValue] = {}
+        self.opaque: dict[str, OpaqueCall] = {}
+        self.shape_dependent = False
+        self.node: torch.fx.Node | None = None
+
+    # ------------------------------------------------------------------ values
+
+    def add_op(self, op: Operation) -> Operation:
+        self.block.add_op(op)
+        return op
+
+    def new_arg(self, t: Attribute, source: tuple[str, Any], hint: str) -> SSAValue:
+        arg = self.block.insert_arg(t, len(self.block.args))
+        arg.name_hint = _hint(hint)
+        self.inputs.append(source)
+        return arg
+
+    def constant(self, v: Any) -> SSAValue:
+        if isinstance(v, bool):
+            attr: Attribute = IntegerAttr(int(v), inf.BOOL)
+        elif isinstance(v, int):
+            attr = IntegerAttr(v, inf.I64)
+        elif isinstance(v, float):
+            attr = FloatAttr(v, inf.F64)
+        else:
+            raise _NotMapped(f"constant of type {type(v).__name__}")
+        return self.add_op(arith.ConstantOp(attr)).results[0]
+
+    def operand(self, a: Any) -> SSAValue:
+        """An SSA value for a tensor or scalar argument."""
+        if isinstance(a, torch.fx.Node):
+            v = self.env[a]
+            if isinstance(v, SSAValue):
+                return v
+            if isinstance(v, Const):
+                if v.from_shape:
+                    self.shape_dependent = True
+                return self.constant(v.value)
+            raise _NotMapped(f"{a.name} is not a single value")
+        if _is_scalar(a):
+            return self.constant(a)
+        raise _NotMapped(f"argument {a!r}")
+
+    def tensor(self, a: Any) -> SSAValue:
+        v = self.operand(a)
+        if not isinstance(v.type, TensorType):
+            raise _NotMapped("expected a tensor")
+        return v
+
+    def const(self, a: Any) -> Any:
+        """A Python value known at import time (sizes, dims, dtypes)."""
+        if isinstance(a, torch.fx.Node):
+            v = self.env[a]
+            if not isinstance(v, Const):
+                raise _NotMapped(f"{a.name} is not known at import time")
+            if v.from_shape:
+                self.shape_dependent = True
+            return v.value
+        if isinstance(a, tuple | list):
+            return type(a)(self.const(x) for x in a)
+        return a
+
+    # ------------------------------------------------------------------ driver
+
+    def run(self, name: str) -> ImportedGraph:
+        placeholders = iter(self.example_inputs)
+        output: Any = None
+        for node in self.gm.graph.nodes:
+            self.node = node
+            if node.op == "placeholder":
+                try:
+                    value = next(placeholders)
+                except StopIteration:
+                    raise UnsupportedGraph(f"no example input for {node.name}") from None
+                self.real[node] = value
+                self.env[node] = self.import_input(node, value)
+            elif node.op == "get_attr":
+                value = _fetch_attr(self.gm, node.target)
+                self.real[node] = value
+                self.env[node] = self.import_attr(node.target, value)
+            elif node.op == "output":
+                output = node.args[0]
+            else:
+                self.import_call(node)
+        results: list[SSAValue] = []
+        outputs = self.output_structure(output, results)
+        self.add_op(func.ReturnOp(*results))
+        ftype = FunctionType.from_lists(
+            [a.type for a in self.block.args], [r.type for r in results]
+        )
+        f = func.FuncOp(_hint(name), ftype, Region(self.block))
+        module = ModuleOp([f])
+        try:
+            module.verify()
+        except VerifyException as e:
+            raise UnsupportedGraph(f"imported IR does not verify: {e}") from e
+        return ImportedGraph(module, f, self.inputs, outputs, self.opaque, self.shape_dependent)
+
+    def import_input(self, node: torch.fx.Node, value: Any) -> Any:
+        index = len([s for s in self.inputs if s[0] == "arg"])
+        if isinstance(value, torch.Tensor):
+            try:
+                t = tensor_type(value)
+            except _NotMapped as e:
+                raise UnsupportedGraph(f"input {node.name}: {e}") from None
+        elif _is_scalar(value):
+            t = value_type(value)
+        else:
+            # Not a tensor nor a scalar (None, a list, ...): the specialization
+            # includes its value, so it is a constant here.
+            self.inputs.append(("skip", index))
+            return Const(value)
+        return self.new_arg(t, ("arg", index), node.name)
+
+    def import_attr(self, qualname: str, value: Any) -> Any:
+        if qualname in self.attr_args:
+            return self.attr_args[qualname]
+        if isinstance(value, torch.Tensor):
+            try:
+                arg = self.new_arg(tensor_type(value), ("attr", qualname), qualname)
+            except _NotMapped as e:
+                raise UnsupportedGraph(f"attribute {qualname}: {e}") from None
+            self.attr_args[qualname] = arg
+            return arg
+        return Const(value)
+
+    def output_structure(self, a: Any, results: list[SSAValue]) -> Any:
+        if isinstance(a, torch.fx.Node):
+            v = self.env[a]
+            return self.output_structure(v, results)
+        if isinstance(a, SSAValue):
+            results.append(a)
+            return Ret(len(results) - 1)
+        if isinstance(a, Const):
+            return a
+        if isinstance(a, tuple | list):
+            return type(a)(self.output_structure(x, results) for x in a)
+        if isinstance(a, dict):
+            return {k: self.output_structure(v, results) for k, v in a.items()}
+        return Const(a)
+
+    # ------------------------------------------------------------------ calls
+
+    def import_call(self, node: torch.fx.Node) -> None:
+        self.check_mutation(node)
+        args, kwargs = _map_args(node, self.real)
+        if node.op == "call_function":
+            value = node.target(*args, **kwargs)
+        elif node.op == "call_method":
+            value = getattr(args[0], node.target)(*args[1:], **kwargs)
+        elif node.op == "call_module":
+            value = self.gm.get_submodule(node.target)(*args, **kwargs)
+        else:
+            raise UnsupportedGraph(f"unknown node kind {node.op}")
+        self.real[node] = value
+
+        folded = self.fold(node, value)
+        if folded is not None:
+            self.env[node] = folded
+            return
+        mark = self.block.last_op
+        saved = self.shape_dependent
+        try:
+            result = self.map_node(node, value)
+            self.env[node] = result
+        except (_NotMapped, VerifyException, KeyError, TypeError, ValueError, IndexError):
+            self.rollback(mark)
+            self.shape_dependent = saved
+            self.env[node] = self.make_opaque(node, value)
+
+    def rollback(self, mark: Operation | None) -> None:
+        while self.block.last_op is not mark:
+            op = self.block.last_op
+            assert op is not None
+            op.detach()
+            op.erase(safe_erase=False)
+
+    def check_mutation(self, node: torch.fx.Node) -> None:
+        mutates = (
+            node.target in _MUTATING_OPS
+            or (node.op == "call_method" and str(node.target).endswith("_"))
+            or node.kwargs.get("inplace") is True
+            or (
+                node.op == "call_module"
+                and getattr(self.gm.get_submodule(node.target), "inplace", False)
+            )
+        )
+        if not mutates or not node.args or not isinstance(node.args[0], torch.fx.Node):
+            return
+        src = node.args[0]
+        v = self.env.get(src)
+        fresh = (
+            isinstance(v, SSAValue)
+            and isinstance(v.owner, Operation)
+            and v.owner.has_trait(aten.Pointwise)
+            and len(src.users) == 1
+        )
+        if not fresh:
+            raise UnsupportedGraph(
+                f"{node.name} mutates {src.name} in place, which is read elsewhere or aliased"
+            )
+
+    def fold(self, node: torch.fx.Node, value: Any) -> Const | None:
+        """Sizes, dtypes and arithmetic on known values are constants."""
+        if node.op == "call_method" and node.target in _SHAPE_QUERIES:
+            return Const(value, from_shape=True)
+        if node.op == "call_function" and node.target is getattr and node.args[1] in _SHAPE_QUERIES:
+            return Const(value, from_shape=True)
+        if isinstance(value, torch.Tensor) or node.op == "call_module":
+            return None
+        if node.op == "call_function" and node.target is operator.getitem:
+            base = self.env[node.args[0]]
+            if isinstance(base, tuple) and isinstance(node.args[1], int):
+                return None
+        leaves = [a for a in _flat_nodes((node.args, node.kwargs))]
+        if all(isinstance(self.env[a], Const) for a in leaves):
+            from_shape = any(self.env[a].from_shape for a in leaves)
+            if isinstance(value, tuple) and any(isinstance(x, torch.Tensor) for x in value):
+                return None
+            return Const(value, from_shape)
+        return None
+
+    def make_opaque(self, node: torch.fx.Node, value: Any) -> Any:
+        multi = isinstance(value, tuple | list)
+        values = list(value) if multi else [value]
+        if value is None:  # run for its effect (e.g. a grad-mode switch); nothing flows
+            multi, values = True, []
+        try:
+            result_types = [value_type(v) for v in values]
+        except _NotMapped as e:
+            raise UnsupportedGraph(f"{node.name} ({_target_name(node)}) returns {e}") from None
+        operands: list[SSAValue] = []
+
+        def template(a: Any) -> Any:
+            if isinstance(a, torch.fx.Node):
+                v = self.env[a]
+                if isinstance(v, Const):
+                    if v.from_shape:
+                        self.shape_dependent = True
+                    return v.value
+                if isinstance(v, tuple):
+                    return tuple(template_value(x) for x in v)
+                return template_value(v)
+            if isinstance(a, tuple | list):
+                return type(a)(template(x) for x in a)
+            if isinstance(a, dict):
+                return {k: template(x) for k, x in a.items()}
+            return a
+
+        def template_value(v: SSAValue) -> OperandRef:
+            operands.append(v)
+            return OperandRef(len(operands) - 1)
+
+        args = template(node.args)
+        kwargs = template(dict(node.kwargs))
+        op = aten.OpaqueOp(_target_name(node), operands, result_types, node=node.name)
+        self.add_op(op)
+        for r in op.results:
+            r.name_hint = _hint(node.name)
+        self.opaque[node.name] = OpaqueCall(node.op, node.target, args, kwargs, multi)
+        if value is None:
+            return Const(None)
+        return tuple(op.results) if multi else op.results[0]
+
+    def map_node(self, node: torch.fx.Node, value: Any) -> Any:
+        handler = _handler_for(node, self.gm)
+        if handler is None:
+            raise _NotMapped(_target_name(node))
+        if node.op == "call_module":
+            mod = self.gm.get_submodule(node.target)
+            result = handler(self, mod, *node.args, **node.kwargs)
+        elif node.op == "call_method":
+            result = handler(self, *node.args, **node.kwargs)
+        else:
+            result = handler(self, *node.args, **node.kwargs)
+        self.check_types(result, value)
+        hint = _hint(node.name)
+        for r in result if isinstance(result, tuple) else (result,):
+            if isinstance(r, SSAValue) and r.name_hint is None and isinstance(r.owner, Operation):
+                r.name_hint = hint
+        return result
+
+    def check_types(self, result: Any, value: Any) -> None:
+        if isinstance(result, tuple):
+            if not isinstance(value, tuple | list) or len(value) != len(result):
+                raise _NotMapped("result arity differs")
+            for r, v in zip(result, value, strict=True):
+                self.check_types(r, v)
+            return
+        if not isinstance(result, SSAValue) or result.type != value_type(value):
+            raise _NotMapped(
+                f"inferred {getattr(result, 'type', result)}, PyTorch gave {value_type(value)}"
+            )
+        if isinstance(result.owner, Operation):
+            result.owner.verify()
+
+    def attr_operand(self, module_path: str, name: str, value: Any) -> SSAValue | None:
+        if value is None:
+            return None
+        qual = f"{module_path}.{name}" if module_path else name
+        v = self.import_attr(qual, value)
+        assert isinstance(v, SSAValue)
+        return v
+
+
+def _hint(name: str) -> str:
+    s = "".join(c if c.isalnum() or c == "_" else "_" for c in str(name))
+    return s if s and not s[0].isdigit() else "v" + s
+
+
+def _fetch_attr(root: nn.Module, target: str) -> Any:
+    obj: Any = root
+    for part in target.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _flat_nodes(a: Any) -> list[torch.fx.Node]:
+    out: list[torch.fx.Node] = []
+    torch.fx.node.map_arg(a, lambda n: out.append(n) or n)
+    return out
+
+
+def _map_args(node: torch.fx.Node, real: dict[torch.fx.Node, Any]) -> tuple[Any, Any]:
+    args = torch.fx.node.map_arg(node.args, lambda n: real[n])
+    kwargs = torch.fx.node.map_arg(node.kwargs, lambda n: real[n])
+    return args, kwargs
+
+
+def _target_name(node: torch.fx.Node) -> str:
+    if node.op == "call_method":
+        return f"Tensor.{node.target}"
+    if node.op == "call_module":
+        return f"module.{node.target}"
+    t = node.target
+    mod = getattr(t, "__module__", None) or ""
+    name = getattr(t, "__qualname__", None) or getattr(t, "__name__", None) or str(t)
+    if name.startswith("_VariableFunctionsClass."):
+        mod, name = "torch", name.split(".", 1)[1]
+    return f"{mod}.{name}" if mod else name
+
+
+# ---------------------------------------------------------------------- handlers
+
+Handler = Callable[..., Any]
+_FUNCTIONS: dict[Any, Handler] = {}
+_METHODS: dict[str, Handler] = {}
+_MODULES: dict[type, Handler] = {}
+
+
+def _register(*keys: Any) -> Callable[[Handler], Handler]:
+    def deco(fn: Handler) -> Handler:
+        for k in keys:
+            if isinstance(k, str):
+                _METHODS[k] = fn
+            elif isinstance(k, type) and issubclass(k, nn.Module):
+                _MODULES[k] = fn
+            else:
+                _FUNCTIONS[k] = fn
+        return fn
+
+    return deco
+
+
+def _handler_for(node: torch.fx.Node, gm: torch.fx.GraphModule) -> Handler | None:
+    if node.op == "call_function":
+        try:
+            return _FUNCTIONS.get(node.target)
+        except TypeError:
+            return None
+    if node.op == "call_method":
+        return _METHODS.get(str(node.target))
+    if node.op == "call_module":
+        return _MODULES.get(type(gm.get_submodule(node.target)))
+    return None
+
+
+def _unary_handler(op_cls: type[Operation]) -> Handler:
+    def handle(ctx: _Importer, x: Any, *rest: Any, inplace: bool = False) -> SSAValue:
+        if rest:
+            raise _NotMapped("extra arguments")
+        return ctx.add_op(op_cls(ctx.tensor(x))).results[0]
+
+    return handle
+
+
+def _unary_module(op_cls: type[Operation]) -> Handler:
+    def handle(ctx: _Importer, mod: nn.Module, x: Any) -> SSAValue:
+        return ctx.add_op(op_cls(ctx.tensor(x))).results[0]
+
+    return handle
+
+
+_UNARY = {
+    aten.NegOp: (torch.neg, operator.neg, "neg"),
+    aten.AbsOp: (torch.abs, operator.abs, "abs"),
+    aten.ReluOp: (torch.relu, F.relu, "relu", "relu_"),
+    aten.ExpOp: (torch.exp, "exp"),
+    aten.Expm1Op: (torch.expm1, "expm1"),
+    aten.LogOp: (torch.log, "log"),
+    aten.Log1pOp: (torch.log1p, "log1p"),
+    aten.SqrtOp: (torch.sqrt, "sqrt"),
+    aten.RsqrtOp: (torch.rsqrt, "rsqrt"),
+    aten.ReciprocalOp: (torch.reciprocal, "reciprocal"),
+    aten.SigmoidOp: (torch.sigmoid, F.sigmoid, "sigmoid"),
+    aten.TanhOp: (torch.tanh, F.tanh, "tanh"),
+    aten.SiluOp: (F.silu,),
+    aten.ErfOp: (torch.erf, "erf"),
+    aten.SinOp: (torch.sin, "sin"),
+    aten.CosOp: (torch.cos, "cos"),
+    aten.LogicalNotOp: (torch.logical_not, "logical_not"),
+}
+for _cls, _keys in _UNARY.items():
+    _register(*_keys)(_unary_handler(_cls))
+for _cls, _mod in (
+    (aten.ReluOp, nn.ReLU),
+    (aten.SigmoidOp, nn.Sigmoid),
+    (aten.TanhOp, nn.Tanh),
+    (aten.SiluOp, nn.SiLU),
+):
+    _register(_mod)(_unary_module(_cls))
+
+
+def _number(v: Any) -> Attribute | None:
+    return None if v is None else aten.number_attr(v)
+
+
+def _binary(ctx: _Importer, op_cls: type[Operation], a: Any, b: Any, **props: Any) -> SSAValue:
+    lhs, rhs = ctx.operand(a), ctx.operand(b)
+    if not isinstance(lhs.type, TensorType) and not isinstance(rhs.type, TensorType):
+        raise _NotMapped("no tensor operand")
+    return ctx.add_op(op_cls(lhs, rhs, **props)).results[0]
+
+
+def _alpha_handler(op_cls: type[Operation]) -> Handler:
+    def handle(ctx: _Importer, a: Any, b: Any, *, alpha: Any = None) -> SSAValue:
+        alpha = ctx.const(alpha)
+        if alpha == 1:
+            alpha = None
+        return _binary(ctx, op_cls, a, b, alpha=_number(alpha))
+
+    return handle
+
+
+_register(torch.add, operator.add, operator.iadd, "add", "add_")(_alpha_handler(aten.AddOp))
+_register(torch.sub, operator.sub, operator.isub, "sub", "sub_")(_alpha_handler(aten.SubOp))
+
+
+@_register(torch.div, operator.truediv, operator.itruediv, "div", "div_")
+def _div(ctx: _Importer, a: Any, b: Any, *, rounding_mode: str | None = None) -> SSAValue:
+    mode = ctx.const(rounding_mode)
+    return _binary(ctx, aten.DivOp, a, b, rounding_mode=None if mode is None else StringAttr(mode))
+
+
+@_register(operator.floordiv, torch.floor_divide, "floor_divide")
+def _floordiv(ctx: _Importer, a: Any, b: Any) -> SSAValue:
+    return _binary(ctx, aten.DivOp, a, b, rounding_mode=StringAttr("floor"))
+
+
+for _cls, _keys in {
+    aten.MulOp: (torch.mul, operator.mul, operator.imul, "mul", "mul_"),
+    aten.PowOp: (torch.pow, operator.pow, "pow"),
+    aten.MaximumOp: (torch.maximum, "maximum"),
+    aten.MinimumOp: (torch.minimum, "minimum"),
+    aten.EqOp: (torch.eq, operator.eq, "eq"),
+    aten.NeOp: (torch.ne, operator.ne, "ne"),
+    aten.LtOp: (torch.lt, operator.lt, "lt"),
+    aten.LeOp: (torch.le, operator.le, "le"),
+    aten.GtOp: (torch.gt, operator.gt, "gt"),
+    aten.GeOp: (torch.ge, operator.ge, "ge"),
+    aten.LogicalAndOp: (torch.logical_and, "logical_and"),
+    aten.LogicalOrOp: (torch.logical_or, "logical_or"),
+    aten.LogicalXorOp: (torch.logical_xor, "logical_xor"),
+}.items():
+    _register(*_keys)(lambda ctx, a, b, _c=_cls: _binary(ctx, _c, a, b))
+
+
+@_register(torch.where, "where")
+def _where(ctx: _Importer, c: Any, a: Any, b: Any) -> SSAValue:
+    return ctx.add_op(aten.WhereOp(ctx.tensor(c), ctx.operand(a), ctx.operand(b))).results[0]
+
+
+@_register(torch.clamp, torch.clip, "clamp", "clip")
+def _clamp(ctx: _Importer, x: Any, min: Any = None, max: Any = None) -> SSAValue:
+    lo, hi = ctx.const(min), ctx.const(max)
+    if not all(v is None or _is_scalar(v) for v in (lo, hi)):
+        raise _NotMapped("tensor bounds")
+    op = aten.ClampOp(ctx.tensor(x), min=_number(lo), max=_number(hi))
+    return ctx.add_op(op).results[0]
+
+
+@_register(F.leaky_relu)
+def _leaky_relu(
+    ctx: _Importer, x: Any, negative_slope: Any = 0.01, inplace: bool = False
+) -> SSAValue:
+    op = aten.LeakyReluOp(ctx.tensor(x), negative_slope=_number(float(ctx.const(negative_slope))))
+    return ctx.add_op(op).results[0]
+
+
+@_register(nn.LeakyReLU)
+def _leaky_relu_module(ctx: _Importer, mod: nn.LeakyReLU, x: Any) -> SSAValue:
+    return _leaky_relu(ctx, x, mod.negative_slope)
+
+
+@_register(F.gelu)
+def _gelu(ctx: _Importer, x: Any, approximate: str = "none") -> SSAValue:
+    mode = ctx.const(approximate)
+    op = aten.GeluOp(ctx.tensor(x), approximate=None if mode == "none" else StringAttr(mode))
+    return ctx.add_op(op).results[0]
+
+
+@_register(nn.GELU)
+def _gelu_module(ctx: _Importer, mod: nn.GELU, x: Any) -> SSAValue:
+    return _gelu(ctx, x, mod.approximate)
+
+
+def _cast(ctx: _Importer, x: Any, dtype: torch.dtype) -> SSAValue:
+    v = ctx.tensor(x)
+    return ctx.add_op(aten.ToOp(v, DTYPES_OF_TORCH[dtype])).results[0]
+
+
+@_register("to")
+def _to(ctx: _Importer, x: Any, *args: Any, **kwargs: Any) -> SSAValue:
+    args = ctx.const(args)
+    kwargs = {k: ctx.const(v) for k, v in kwargs.items()}
+    dtype = kwargs.pop("dtype", None)
+    device = kwargs.pop("device", None)
+    if kwargs:
+        raise _NotMapped("to() options")
+    for a in args:
+        if isinstance(a, torch.dtype):
+            dtype = a
+        elif isinstance(a, str | torch.device):
+            device = a
+        else:
+            raise _NotMapped("to() argument")
+    real = ctx.real[ctx.node.args[0]]  # type: ignore[union-attr]
+    if device is not None and torch.device(device) != real.device:
+        raise _NotMapped("device change")
+    if dtype is None:
+        return ctx.tensor(x)
+    return _cast(ctx, x, dtype)
+
+
+for _meth, _dt in {
+    "float": torch.float32,
+    "half": torch.float16,
+    "double": torch.float64,
+    "bfloat16": torch.bfloat16,
+    "int": torch.int32,
+    "long": torch.int64,
+    "bool": torch.bool,
+}.items():
+    _register(_meth)(lambda ctx, x, _d=_dt: _cast(ctx, x, _d))
+
+
+@_register("contiguous")
+def _contiguous(ctx: _Importer, x: Any) -> SSAValue:
+    return ctx.tensor(x)
+
+
+def _dims(args: Sequence[Any]) -> list[int]:
+    if len(args) == 1 and isinstance(args[0], tuple | list | torch.Size):
+        return list(args[0])
+    return list(args)
+
+
+@_register(torch.chunk, "chunk")
+def _chunk(ctx: _Importer, x: Any, chunks: Any, dim: Any = 0) -> tuple[SSAValue, ...]:
+    op = aten.ChunkOp.create(
+        operands=[ctx.tensor(x)],
+        properties={
+            "chunks": IntegerAttr(ctx.const(chunks), inf.I64),
+            "dim": IntegerAttr(ctx.const(dim), inf.I64),
+        },
+        result_types=_result_types(ctx),
+    )
+    return tuple(ctx.add_op(op).results)
+
+
+@_register(torch.split, "split")
+def _split(
+    ctx: _Importer, x: Any, split_size_or_sections: Any, dim: Any = 0
+) -> tuple[SSAValue, ...]:
+    s = ctx.const(split_size_or_sections)
+    props: dict[str, Attribute] = {"dim": IntegerAttr(ctx.const(dim), inf.I64)}
+    if isinstance(s, int):
+        props["split_size"] = IntegerAttr(s, inf.I64)
+    else:
+        props["sizes"] = _int_array(list(s))
+    op = aten.SplitOp.create(
+        operands=[ctx.tensor(x)], properties=props, result_types=_result_types(ctx)
+    )
+    return tuple(ctx.add_op(op).results)
+
+
+def _int_array(values: list[int]) -> Attribute:
+    from xdsl.dialects.builtin import DenseArrayBase, i64
+
+    return DenseArrayBase.from_list(i64, values)
+
+
+def _result_types(ctx: _Importer) -> list[Attribute]:
+    value = ctx.real[ctx.node]  # type: ignore[index]
+    return [value_type(v) for v in value]
+
+
+@_register(torch.cat, torch.concat)
+def _cat(ctx: _Importer, tensors: Any, dim: Any = 0) -> SSAValue:
+    return ctx.add_op(aten.CatOp([ctx.tensor(t) for t in tensors], ctx.const(dim))).results[0]
+
+
+def _reshape_like(op_cls: type[Operation]) -> Handler:
+    def handle(ctx: _Importer, x: Any, *shape: Any) -> SSAValue:
+        ctx.const(shape)
+        if any(isinstance(s, torch.dtype) for s in shape):
+            raise _NotMapped("view as dtype")
+        out = ctx.real[ctx.node]  # type: ignore[index]
+        return ctx.add_op(op_cls(ctx.tensor(x), list(out.shape))).results[0]
+
+    return handle
+
+
+_register("view")(_reshape_like(aten.ViewOp))
+_register(torch.reshape, "reshape")(_reshape_like(aten.ReshapeOp))
+
+
+@_register(torch.flatten, "flatten")
+def _flatten(ctx: _Importer, x: Any, start_dim: Any = 0, end_dim: Any = -1) -> SSAValue:
+    ctx.const((start_dim, end_dim))
+    out = ctx.real[ctx.node]  # type: ignore[index]
+    return ctx.add_op(aten.ReshapeOp(ctx.tensor(x), list(out.shape))).results[0]
+
+
+@_register(nn.Flatten)
+def _flatten_module(ctx: _Importer, mod: nn.Flatten, x: Any) -> SSAValue:
+    return _flatten(ctx, x, mod.start_dim, mod.end_dim)
+
+
+@_register(torch.unsqueeze, "unsqueeze")
+def _unsqueeze(ctx: _Importer, x: Any, dim: Any) -> SSAValue:
+    op = aten.UnsqueezeOp.create(
+        operands=[ctx.tensor(x)],
+        properties={"dim": IntegerAttr(ctx.const(dim), inf.I64)},
+        result_types=_result_types_one(ctx),
+    )
+    return ctx.add_op(op).results[0]
+
+
+@_register(torch.squeeze, "squeeze")
+def _squeeze(ctx: _Importer, x: Any, dim: Any = None) -> SSAValue:
+    d = ctx.const(dim)
+    if not (d is None or isinstance(d, int)):
+        raise _NotMapped("squeeze over several dims")
+    props = {} if d is None else {"dim": IntegerAttr(d, inf.I64)}
+    op = aten.SqueezeOp.create(
+        operands=[ctx.tensor(x)], properties=props, result_types=_result_types_one(ctx)
+    )
+    return ctx.add_op(op).results[0]
+
+
+def _result_types_one(ctx: _Importer) -> list[Attribute]:
+    return [value_type(ctx.real[ctx.node])]  # type: ignore[index]
+
+
+def _permute_op(ctx: _Importer, x: Any, dims: list[int]) -> SSAValue:
+    op = aten.PermuteOp.create(
+        operands=[ctx.tensor(x)],
+        properties={"dims": _int_array(dims)},
+        result_types=_result_types_one(ctx),
+    )
+    return ctx.add_op(op).results[0]
+
+
+@_register(torch.permute, "permute")
+def _permute(ctx: _Importer, x: Any, *dims: Any) -> SSAValue:
+    return _permute_op(ctx, x, _dims(ctx.const(dims)))
+
+
+@_register(torch.transpose, "transpose")
+def _transpose(ctx: _Importer, x: Any, dim0: Any, dim1: Any) -> SSAValue:
+    op = aten.TransposeOp.create(
+        operands=[ctx.tensor(x)],
+        properties={
+            "dim0": IntegerAttr(ctx.const(dim0), inf.I64),
+            "dim1": IntegerAttr(ctx.const(dim1), inf.I64),
+        },
+        result_types=_result_types_one(ctx),
+    )
+    return ctx.add_op(op).results[0]
+
+
+@_register(torch.t, "t")
+def _t(ctx: _Importer, x: Any) -> SSAValue:
+    rank = len(ctx.real[ctx.node].shape)  # type: ignore[index]
+    if rank < 2:
+        return ctx.tensor(x)
+    return _transpose(ctx, x, 0, 1)
+
+
+@_register("expand")
+def _expand(ctx: _Importer, x: Any, *size: Any) -> SSAValue:
+    sizes = _dims(ctx.const(size))
+    op = aten.ExpandOp.create(
+        operands=[ctx.tensor(x)],
+        properties={"size": _int_array(sizes)},
+        result_types=_result_types_one(ctx),
+    )
+    return ctx.add_op(op).results[0]
+
+
+@_register("expand_as")
+def _expand_as(ctx: _Importer, x: Any, other: Any) -> SSAValue:
+    ctx.shape_dependent = True
+    return _expand(ctx, x, list(ctx.real[ctx.node].shape))  # type: ignore[index]
+
+
+@_register(torch.narrow, "narrow")
+def _narrow(ctx: _Importer, x: Any, dim: Any, start: Any, length: Any) -> SSAValue:
+    op = aten.NarrowOp.create(
+        operands=[ctx.tensor(x)],
+        properties={
+            "dim": IntegerAttr(ctx.const(dim), inf.I64),
+            "start": IntegerAttr(ctx.const(start), inf.I64),
+            "length": IntegerAttr(ctx.const(length), inf.I64),
+        },
+        result_types=_result_types_one(ctx),
+    )
+    return ctx.add_op(op).results[0]
+
+
+def _typed(
+    ctx: _Importer,
+    op_cls: type[Operation],
+    operand: SSAValue,
+    props: dict[str, Attribute],
+    shape: list[int],
+) -> SSAValue:
+    t = operand.type
+    assert isinstance(t, TensorType)
+    op = op_cls.create(
+        operands=[operand],
+        properties=props,
+        result_types=[TensorType(t.get_element_type(), shape)],
+    )
+    ctx.add_op(op)
+    op.verify()
+    return op.results[0]
+
+
+@_register(operator.getitem)
+def _getitem(ctx: _Importer, base: Any, index: Any) -> Any:
+    v = ctx.env[base] if isinstance(base, torch.fx.Node) else None
+    if isinstance(v, tuple):
+        return v[ctx.const(index)]
+    x = ctx.tensor(base)
+    index = ctx.const(index)
+    items = list(index) if isinstance(index, tuple) else [index]
+    assert isinstance(x.type, TensorType)
+    shape = list(x.type.get_shape())
+    if items.count(Ellipsis) > 1:
+        raise _NotMapped("several ellipses")
+    if Ellipsis in items:
+        pos = items.index(Ellipsis)
+        named = len([i for i in items if i is not None and i is not Ellipsis])
+        items[pos : pos + 1] = [slice(None)] * (len(shape) - named)
+    dim = 0
+    for item in items:
+        if item is None:
+            shape.insert(dim, 1)
+            x = _typed(ctx, aten.UnsqueezeOp, x, {"dim": IntegerAttr(dim, inf.I64)}, shape)
+            dim += 1
+        elif isinstance(item, slice):
+            if item == slice(None):
+                dim += 1
+                continue
+            step = 1 if item.step is None else item.step
+            start = 0 if item.start is None else item.start
+            end = 2**63 - 1 if item.stop is None else item.stop
+            if not all(isinstance(s, int) for s in (start, end, step)):
+                raise _NotMapped("slice bounds")
+            shape[dim] = len(range(*slice(start, end, step).indices(shape[dim])))
+            props = {
+                "dim": IntegerAttr(dim, inf.I64),
+                "start": IntegerAttr(start, inf.I64),
+                "end": IntegerAttr(end, inf.I64),
+                "step": IntegerAttr(step, inf.I64),
+            }
+            x = _typed(ctx, aten.SliceOp, x, props, list(shape))
+            dim += 1
+        elif isinstance(item, int) and not isinstance(item, bool):
+            size = shape[dim]
+            if item < 0:
+                ctx.shape_dependent = True
+            i = item + size if item < 0 else item
+            if not 0 <= i < size:
+                raise _NotMapped("index out of range")
+            shape[dim] = 1
+            props = {
+                "dim": IntegerAttr(dim, inf.I64),
+                "start": IntegerAttr(i, inf.I64),
+                "length": IntegerAttr(1, inf.I64),
+            }
+            x = _typed(ctx, aten.NarrowOp, x, props, list(shape))
+            del shape[dim]
+            x = _typed(ctx, aten.SqueezeOp, x, {"dim": IntegerAttr(dim, inf.I64)}, list(shape))
+        else:
+            raise _NotMapped("advanced indexing")
+    return x
+
+
+@_register(getattr)
+def _getattr(ctx: _Importer, base: Any, name: Any) -> Any:
+    """A field of a named tuple result (`torch.topk(x, 2).values`)."""
+    v = ctx.env[base] if isinstance(base, torch.fx.Node) else None
+    if isinstance(v, tuple):
+        target = ctx.real[ctx.node]  # type: ignore[index]
+        for i, r in enumerate(ctx.real[base]):
+            if r is target:
+                return v[i]
+    raise _NotMapped(f"attribute {name}")
+
+
+def _mm_like(op_cls: type[Operation]) -> Handler:
+    def handle(ctx: _Importer, a: Any, b: Any) -> SSAValue:
+        return ctx.add_op(op_cls(ctx.tensor(a), ctx.tensor(b))).results[0]
+
+    return handle
+
+
+_register(torch.matmul, operator.matmul, "matmul")(_mm_like(aten.MatmulOp))
+_register(torch.mm, "mm")(_mm_like(aten.MmOp))
+
+
+@_register(torch.addmm, "addmm")
+def _addmm(ctx: _Importer, bias: Any, a: Any, b: Any, *, beta: Any = 1, alpha: Any = 1) -> SSAValue:
+    beta, alpha = ctx.const(beta), ctx.const(alpha)
+    op = aten.AddmmOp.create(
+        operands=[ctx.tensor(bias), ctx.tensor(a), ctx.tensor(b)],
+        properties={
+            k: aten.number_attr(v) for k, v in (("beta", beta), ("alpha", alpha)) if v != 1
+        },
+        result_types=_result_types_one(ctx),
+    )
+    return ctx.add_op(op).results[0]
+
+
+def _linear_op(ctx: _Importer, x: SSAValue, w: SSAValue, b: SSAValue | None) -> SSAValue:
+    operands = [x, w] if b is None else [x, w, b]
+    op = aten.LinearOp.create(operands=operands, result_types=_result_types_one(ctx))
+    return ctx.add_op(op).results[0]
+
+
+@_register(F.linear)
+def _linear(ctx: _Importer, x: Any, weight: Any, bias: Any = None) -> SSAValue:
+    return _linear_op(
+        ctx, ctx.tensor(x), ctx.tensor(weight), None if bias is None else ctx.tensor(bias)
+    )
+
+
+@_register(nn.Linear)
+def _linear_module(ctx: _Importer, mod: nn.Linear, x: Any) -> SSAValue:
+    path = str(ctx.node.target)  # type: ignore[union-attr]
+    w = ctx.attr_operand(path, "weight", mod.weight)
+    b = ctx.attr_operand(path, "bias", mod.bias)
+    assert w is not None
+    return _linear_op(ctx, ctx.tensor(x), w, b)
+
+
+def _reduction(op_cls: type[Operation]) -> Handler:
+    def handle(
+        ctx: _Importer, x: Any, dim: Any = None, keepdim: Any = False, *, dtype: Any = None
+    ) -> SSAValue:
+        d, keep, dt = ctx.const(dim), ctx.const(keepdim), ctx.const(dtype)
+        props: dict[str, Attribute] = {}
+        if d is not None:
+            props["dims"] = _int_array([d] if isinstance(d, int) else list(d))
+        if keep:
+            props["keepdim"] = IntegerAttr(1, inf.BOOL)
+        if dt is not None and not isinstance(dt, torch.dtype):
+            raise _NotMapped("dtype")
+        op = op_cls.create(
+            operands=[ctx.tensor(x)], properties=props, result_types=_result_types_one(ctx)
+        )
+        return ctx.add_op(op).results[0]
+
+    return handle
+
+
+_register(torch.sum, "sum")(_reduction(aten.SumOp))
+_register(torch.mean, "mean")(_reduction(aten.MeanOp))
+
+
+# ---------------------------------------------------------------------- entry points
+
+
+def trace(fn_or_module: Any) -> torch.fx.GraphModule:
+    """A GraphModule for a GraphModule, an `nn.Module` or a function (symbolic trace)."""
+    if isinstance(fn_or_module, torch.fx.GraphModule):
+        return fn_or_module
+    try:
+        return torch.fx.symbolic_trace(fn_or_module)
+    except Exception as e:  # noqa: BLE001 - any tracing failure means "run eagerly"
+        raise UnsupportedGraph(f"torch.fx cannot trace {fn_or_module!r}: {e}") from e
+
+
+def import_fx(
+    gm: torch.fx.GraphModule, example_inputs: Sequence[Any], name: str = "forward"
+) -> ImportedGraph:
+    """Import `gm` specialized to `example_inputs` (see the module docstring)."""
+    with torch.no_grad():
+        return _Importer(gm, example_inputs).run(name)
+
+
+def import_graph(fn_or_module: Any, example_inputs: Sequence[Any]) -> ModuleOp:
+    """`fusec.import_graph`: the `aten`-dialect module of a function or module."""
+    gm = trace(fn_or_module)
+    name = getattr(fn_or_module, "__name__", None) or type(fn_or_module).__name__
+    return import_fx(gm, example_inputs, _hint(name)).module

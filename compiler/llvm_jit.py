@@ -1,0 +1,58 @@
+"""LLVM IR -> optimized host code, with llvmlite: O3 for the host CPU (its name
+and features, so LLVM vectorizes for the real vector width) and an MCJIT engine."""
+
+from __future__ import annotations
+
+import threading
+from functools import cache
+
+import llvmlite.binding as llvm
+
+_lock = threading.Lock()
+
+
+@cache
+def host_target_machine() -> llvm.TargetMachine:
+    """The host's target machine: default triple, host cpu name and features."""
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    target = llvm.Target.from_default_triple()
+    return target.create_target_machine(
+        cpu=llvm.get_host_cpu_name(),
+        features=llvm.get_host_cpu_features().flatten(),
+        opt=3,
+        codemodel="jitdefault",
+    )
+
+
+def optimize_for_host(ir_text: str) -> str:
+    """Runs LLVM's O3 pipeline (new pass manager) tuned for the host CPU."""
+    with _lock:
+        tm = host_target_machine()
+        mod = llvm.parse_assembly(ir_text)
+        mod.triple = tm.triple
+        mod.data_layout = str(tm.target_data)
+        mod.verify()
+        pto = llvm.PipelineTuningOptions(speed_level=3)
+        pto.loop_vectorization = True
+        pto.slp_vectorization = True
+        pb = llvm.create_pass_builder(tm, pto)
+        pb.getModulePassManager().run(mod, pb)
+        return str(mod)
+
+
+class JitModule:
+    """One MCJIT engine holding one compiled module; `address(name)` gives a
+    function pointer that lives as long as this object."""
+
+    def __init__(self, ir_text: str):
+        with _lock:
+            tm = host_target_machine()
+            mod = llvm.parse_assembly(ir_text)
+            mod.verify()
+            self._engine = llvm.create_mcjit_compiler(mod, tm)
+            self._engine.finalize_object()
+            self._mod = mod
+
+    def address(self, name: str) -> int:
+        return self._engine.get_function_address(name)

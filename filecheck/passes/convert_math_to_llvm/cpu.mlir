@@ -1,0 +1,72 @@
+// RUN: fusec-opt %s --split-input-file -p 'convert-math-to-llvm{target=cpu}' | filecheck %s
+
+// exp: Cody-Waite reduction, Horner polynomial as contractable fmul/fadd, 2^n
+// from exponent bits, overflow/underflow selects; no call of any kind.
+// CHECK-LABEL: func.func @exp_f32
+// CHECK-SAME:    (%[[X:.*]]: f32)
+// CHECK-NOT:     math.exp
+// CHECK-NOT:     llvm.call
+// CHECK:         %[[HI:.*]] = llvm.mlir.constant(88.7228394 : f32) : f32
+// CHECK:         llvm.fcmp "ogt" %[[X]], %[[HI]] : f32
+// CHECK:         llvm.bitcast {{.*}} : f32 to i32
+// CHECK:         llvm.fmul {{.*}} {fastmathFlags = #llvm.fastmath<contract>} : f32
+// CHECK:         llvm.fadd {{.*}} {fastmathFlags = #llvm.fastmath<contract>} : f32
+// CHECK:         llvm.fmul {{.*}} {fastmathFlags = #llvm.fastmath<contract>} : f32
+// CHECK:         llvm.fadd {{.*}} {fastmathFlags = #llvm.fastmath<contract>} : f32
+// CHECK:         llvm.bitcast {{.*}} : i32 to f32
+// CHECK:         llvm.select {{.*}} : i1, f32
+// CHECK-NOT:     llvm.call
+// CHECK:         func.return %{{.*}} : f32
+func.func @exp_f32(%x: f32) -> f32 {
+  %y = math.exp %x : f32
+  func.return %y : f32
+}
+
+// -----
+
+// f64 uses 64-bit exponent arithmetic.
+// CHECK-LABEL: func.func @log_f64
+// CHECK-NOT:     llvm.call
+// CHECK:         llvm.bitcast {{.*}} : f64 to i64
+// CHECK:         llvm.ashr {{.*}} : i64
+// CHECK:         llvm.sitofp {{.*}} : i64 to f64
+// CHECK:         llvm.fcmp "ult"
+// CHECK-NOT:     llvm.call
+// CHECK:         func.return
+func.func @log_f64(%x: f64) -> f64 {
+  %y = math.log %x : f64
+  func.return %y : f64
+}
+
+// -----
+
+// CHECK-LABEL: func.func @intrinsics
+// CHECK-SAME:    (%[[X:.*]]: f32, %[[Y:.*]]: f32)
+// CHECK:         %[[S:.*]] = llvm.intr.sqrt(%[[X]]) : (f32) -> f32
+// CHECK:         %[[A:.*]] = llvm.intr.fabs(%[[S]]) : (f32) -> f32
+// CHECK:         %[[F:.*]] = llvm.intr.floor(%[[A]]) : (f32) -> f32
+// CHECK:         %[[C:.*]] = llvm.intr.ceil(%[[F]]) : (f32) -> f32
+// CHECK:         %[[CS:.*]] = llvm.intr.copysign(%[[C]], %[[Y]]) : (f32, f32) -> f32
+// CHECK:         %[[ONE:.*]] = llvm.mlir.constant(1.000000e+00 : f32) : f32
+// CHECK:         %[[R:.*]] = llvm.intr.sqrt(%[[CS]]) : (f32) -> f32
+// CHECK:         %[[RS:.*]] = llvm.fdiv %[[ONE]], %[[R]] : f32
+// CHECK:         func.return %[[RS]] : f32
+func.func @intrinsics(%x: f32, %y: f32) -> f32 {
+  %s = math.sqrt %x : f32
+  %a = math.absf %s : f32
+  %f = math.floor %a : f32
+  %c = math.ceil %f : f32
+  %cs = math.copysign %c, %y : f32
+  %r = math.rsqrt %cs : f32
+  func.return %r : f32
+}
+
+// -----
+
+// Vectors are left to the loop vectorizer: the scalar expansion does not apply.
+// CHECK-LABEL: func.func @vector_left_alone
+// CHECK:         math.exp %{{.*}} : vector<4xf32>
+func.func @vector_left_alone(%x: vector<4xf32>) -> vector<4xf32> {
+  %y = math.exp %x : vector<4xf32>
+  func.return %y : vector<4xf32>
+}

@@ -1,0 +1,16 @@
+// RUN: fusec-opt %s -p convert-memref-to-llvm,convert-func-to-llvm,reconcile-unrealized-casts | filecheck %s
+
+// CHECK-LABEL: llvm.func @copy(
+// CHECK-SAME:    %[[I:.*]]: i64, %[[A:.*]]: !llvm.ptr {llvm.noalias}, %[[B:.*]]: !llvm.ptr {llvm.noalias})
+// CHECK:         %[[P:.*]] = llvm.getelementptr inbounds %[[A]][%[[I]]] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+// CHECK:         %[[L:.*]] = llvm.load %[[P]] : !llvm.ptr -> i8
+// CHECK:         llvm.icmp "ne" %[[L]]
+// CHECK:         %[[Q:.*]] = llvm.getelementptr inbounds %[[B]][%[[I]]]
+// CHECK:         llvm.zext %{{.*}} : i1 to i8
+// CHECK:         llvm.store
+// CHECK:         llvm.return
+func.func @copy(%i: index, %a: memref<?xi1>, %b: memref<?xi1>) {
+  %v = memref.load %a[%i] : memref<?xi1>
+  memref.store %v, %b[%i] : memref<?xi1>
+  func.return
+}

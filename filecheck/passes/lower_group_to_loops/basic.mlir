@@ -1,0 +1,45 @@
+// RUN: fusec-opt %s -p lower-group-to-loops --split-input-file | filecheck %s
+
+// Sizes and strides are arguments; the outer loop runs over [begin, end).
+// CHECK-LABEL: func.func @k(
+// CHECK-SAME:    %[[B:.*]]: index, %[[E:.*]]: index, %[[N0:.*]]: index, %[[N1:.*]]: index, %[[X:.*]]: memref<?xf16>, %[[XS0:.*]]: index, %[[XS1:.*]]: index, %[[O:.*]]: memref<?xf16>, %{{.*}}: index, %{{.*}}: index, %[[S:.*]]: f64)
+// CHECK:         scf.for %[[I0:.*]] = %[[B]] to %[[E]]
+// CHECK:           arith.muli %[[I0]], %[[XS0]]
+// CHECK:           scf.for %[[I1:.*]] = %{{.*}} to %[[N1]]
+// CHECK:             %[[L:.*]] = memref.load %[[X]]
+// CHECK:             %[[F:.*]] = arith.extf %[[L]] : f16 to f32
+// CHECK:             math.exp %[[F]] : f32
+// CHECK:             arith.truncf %{{.*}} : f32 to f16
+// CHECK:             memref.store %{{.*}}, %[[O]]
+func.func @k(%x: tensor<4x3xf16>, %s: f64) -> tensor<4x3xf16> attributes {fusion.kernel} {
+  %0 = aten.exp %x : tensor<4x3xf16> -> tensor<4x3xf16>
+  %1 = aten.mul %0, %s : tensor<4x3xf16>, f64 -> tensor<4x3xf16>
+  func.return %1 : tensor<4x3xf16>
+}
+
+// -----
+
+// A chunk of an input is a view: the kernel reads it as its own strided operand.
+// CHECK-LABEL: func.func @chunk(
+// CHECK-SAME:    %{{.*}}: memref<?xf32>, %{{.*}}: index, %{{.*}}: memref<?xf32>, %{{.*}}: index, %{{.*}}: memref<?xf32>, %{{.*}}: index)
+// CHECK-NOT:     aten.
+// CHECK:         arith.addf
+func.func @chunk(%x: tensor<8xf32>) -> tensor<4xf32> attributes {fusion.kernel} {
+  %a, %b = aten.chunk %x chunks = 2 dim = 0 : tensor<8xf32> -> tensor<4xf32>, tensor<4xf32>
+  %0 = aten.add %a, %b : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  func.return %0 : tensor<4xf32>
+}
+
+// -----
+
+// NaN-propagating maximum, floor division of integers.
+// CHECK-LABEL: func.func @ops(
+// CHECK:         arith.maximumf
+// CHECK:         arith.divsi
+// CHECK:         arith.remsi
+// CHECK:         arith.select
+func.func @ops(%x: tensor<4xf32>, %i: tensor<4xi32>) -> (tensor<4xf32>, tensor<4xi32>) attributes {fusion.kernel} {
+  %0 = aten.maximum %x, %x : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  %1 = aten.div %i, %i rounding_mode = "floor" : tensor<4xi32>, tensor<4xi32> -> tensor<4xi32>
+  func.return %0, %1 : tensor<4xf32>, tensor<4xi32>
+}

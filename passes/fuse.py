@@ -1,0 +1,205 @@
+"""`fuse`: pointwise producers fuse into their consumers' `fusion.group`s.
+
+The semantics are those of the seeds' `CudaGraphFuser`: ops are scanned in reverse
+topological order; a consumer tries its producers in reverse topological order (so
+in `f(a, a + b)` the `a + b` fusion is seen before `a` looks used twice); a
+producer whose results are also used outside joins only if those uses come after
+the group (so the graph stays acyclic), and they then read extra group outputs;
+a producing group merges into its consuming group; the walk repeats until nothing
+changes. Constants are cloned into groups, `aten.chunk` joins when the group holds
+all its uses, and a group never exceeds `arg-limit` inputs + outputs.
+
+    func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+      %0 = aten.exp %x : tensor<4xf32> -> tensor<4xf32>
+      %1 = aten.neg %0 : tensor<4xf32> -> tensor<4xf32>
+      func.return %1 : tensor<4xf32>
+    }
+    ->
+    func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+      %1 = fusion.group (%a = %x) : (tensor<4xf32>) -> (tensor<4xf32>) {
+        %0 = aten.exp %a : tensor<4xf32> -> tensor<4xf32>
+        %2 = aten.neg %0 : tensor<4xf32> -> tensor<4xf32>
+        fusion.yield %2 : tensor<4xf32>
+      }
+      func.return %1 : tensor<4xf32>
+    }
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from fusec.dialects.aten import ChunkOp
+from fusec.dialects.fusion import GroupOp
+from fusec.passes.fusion_utils import (
+    DEFAULT_ARG_LIMIT,
+    FusionState,
+    absorb_op,
+    arg_count_after,
+    consumer_inputs,
+    in_group,
+    is_consumer,
+    is_pointwise,
+    merge_groups,
+    wrap_in_group,
+)
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.ir import Operation, OpResult, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+)
+from xdsl.transforms.common_subexpression_elimination import cse
+from xdsl.transforms.dead_code_elimination import region_dce
+
+
+def _is_producer_for(consumer: Operation, producer: Operation) -> bool:
+    """Pointwise ops and groups fuse; a chunk fuses only if `consumer` holds all its
+    uses (its outputs become views inside the group, as the seeds' ConstantChunk)."""
+    if isinstance(producer, GroupOp) or is_pointwise(producer):
+        return not in_group(producer)
+    if isinstance(producer, ChunkOp):
+        return all(u.operation is consumer for r in producer.results for u in r.uses)
+    return False
+
+
+def try_fuse(
+    consumer: Operation,
+    producer: Operation,
+    rewriter: PatternRewriter,
+    state: FusionState,
+    inputs: set[SSAValue] | None = None,
+) -> bool:
+    """The seeds' `tryFuse`: move `producer` into `consumer`'s group if that is legal."""
+    if producer is consumer or not _is_producer_for(consumer, producer):
+        return False
+    if any(state.has_user_before(r, consumer) for r in producer.results):
+        return False
+    if arg_count_after(consumer, producer, inputs) > state.arg_limit:
+        return False
+    group = consumer if isinstance(consumer, GroupOp) else wrap_in_group(consumer, rewriter, state)
+    if isinstance(producer, GroupOp):
+        merge_groups(group, producer, rewriter, state)
+    else:
+        absorb_op(group, producer, rewriter, state)
+    return True
+
+
+@dataclass
+class FuseProducerIntoConsumer(RewritePattern):
+    """Fuse one producer (op or group) into a consumer, creating its group if needed.
+
+        %0 = aten.exp %x ; %1 = aten.neg %0
+        -> %1 = fusion.group (%a = %x) { aten.exp ; aten.neg ; fusion.yield }
+
+    Producers are tried latest first; the new group is rescanned by the walker.
+    """
+
+    state: FusionState
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        block = op.parent_block()
+        if block is None or in_group(op) or not is_consumer(op):
+            return
+        producers = {
+            v.op: None for v in op.operands if isinstance(v, OpResult) and v.op.parent is block
+        }
+        inputs = consumer_inputs(op)
+        for producer in sorted(producers, key=self.state.position, reverse=True):
+            if try_fuse(op, producer, rewriter, self.state, inputs):
+                return
+
+
+@dataclass
+class FuseSiblingsHorizontally(RewritePattern):
+    """Fuse an earlier op that reads the same tensor into this consumer's group,
+    so the tensor is read once.
+
+        %0 = aten.exp %x ; %1 = aten.neg %x
+        -> %0, %1 = fusion.group (%a = %x) { aten.exp %a ; aten.neg %a ; fusion.yield }
+    """
+
+    state: FusionState
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        block = op.parent_block()
+        if block is None or in_group(op) or not is_consumer(op):
+            return
+        here = self.state.position(op)
+        for value in dict.fromkeys(op.operands):
+            if not isinstance(value.type, TensorType) or value.type.get_num_dims() == 0:
+                continue
+            siblings = {
+                anc: None
+                for use in value.uses
+                if (anc := block.find_ancestor_op_in_block(use.operation)) is not None
+                and anc is not op
+            }
+            for sib in siblings:
+                if (isinstance(sib, GroupOp) or is_pointwise(sib)) and self.state.position(
+                    sib
+                ) < here:
+                    if try_fuse(op, sib, rewriter, self.state):
+                        return
+
+
+@dataclass
+class WrapSingleOpInGroup(RewritePattern):
+    """Put every pointwise op in a group of its own (only with `singleton-groups`).
+
+    %0 = aten.exp %x -> %0 = fusion.group (%a = %x) { aten.exp %a ; fusion.yield }
+    """
+
+    state: FusionState
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if op.parent_block() is None or in_group(op) or not is_pointwise(op):
+            return
+        wrap_in_group(op, rewriter, self.state)
+
+
+@dataclass(frozen=True)
+class FusePass(ModulePass):
+    """Form `fusion.group`s of pointwise work (see the module docstring).
+
+    fusec-opt -p 'fuse{arg-limit=128 horizontal=false singleton-groups=false}'
+    """
+
+    name = "fuse"
+
+    arg_limit: int = field(default=DEFAULT_ARG_LIMIT)
+    """Most inputs + outputs a group (one kernel) may take."""
+
+    horizontal: bool = field(default=False)
+    """Also fuse siblings that read the same tensor."""
+
+    singleton_groups: bool = field(default=False)
+    """Give pointwise ops that fuse with nothing a group of their own."""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        state = FusionState(arg_limit=self.arg_limit)
+        patterns: list[RewritePattern] = []
+        if self.singleton_groups:
+            patterns.append(WrapSingleOpInGroup(state))
+        patterns.append(FuseProducerIntoConsumer(state))
+        if self.horizontal:
+            patterns.append(FuseSiblingsHorizontally(state))
+        PatternRewriteWalker(
+            GreedyRewritePatternApplier(patterns), walk_reverse=True, apply_recursively=True
+        ).rewrite_module(op)
+        self._clean_up(op, state)
+
+    @staticmethod
+    def _clean_up(module: ModuleOp, state: FusionState) -> None:
+        # Merging groups and cloning constants leaves duplicates and dead values
+        # behind, inside groups (CSE, DCE) and outside (constants now cloned in).
+        for group in [g for g in module.walk() if isinstance(g, GroupOp)]:
+            cse(group.body)
+            region_dce(group.body)
+        for const in state.cloned_constants:
+            if const.parent is not None and not any(r.uses for r in const.results):
+                const.erase()

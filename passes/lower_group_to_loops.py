@@ -1,0 +1,656 @@
+"""lower-group-to-loops: an outlined group becomes a loop nest over its output
+index space, at the loop level (upstream scf/memref/arith/math).
+
+Every tensor the kernel touches is a flat `memref<?xT>` plus one runtime stride
+per index-space dim, so broadcasting (stride 0), transposes, slices and chunks
+are all just strides and a base pointer computed by the host; sizes are runtime
+arguments too. One kernel therefore serves every shape of a canonical key.
+
+    func.func @k(%x: tensor<4x3xf32>) -> tensor<4x3xf32> attributes {fusion.kernel} {
+      %0 = aten.exp %x : tensor<4x3xf32> -> tensor<4x3xf32>
+      func.return %0 : tensor<4x3xf32>
+    }
+->
+    func.func @k(%begin: index, %end: index, %n0: index, %n1: index,
+                 %x: memref<?xf32>, %xs0: index, %xs1: index,
+                 %o: memref<?xf32>, %os0: index, %os1: index) attributes {fusion.kernel} {
+      scf.for %i0 = %begin to %end step %c1 {
+        scf.for %i1 = %c0 to %n1 step %c1 {
+          ... memref.load %x[...] ... math.exp ... memref.store ... %o[...]
+        }
+      }
+      func.return
+    }
+
+With `target="nvptx"` the nest is one grid-stride loop over the flattened
+index (64-bit), the thread id read from NVVM special registers.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from fusec.dialects import aten
+from fusec.dialects import inference as inf
+from fusec.dialects.inference import BF16, BOOL, F16, F32, F64
+from xdsl.context import Context
+from xdsl.dialects import arith, builtin, func, llvm, memref, scf
+from xdsl.dialects import math as mathd
+from xdsl.dialects.builtin import (
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    MemRefType,
+    ModuleOp,
+    TensorType,
+    UnitAttr,
+)
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+from xdsl.utils.exceptions import DiagnosticException
+
+INDEX = IndexType()
+DYN = builtin.DYNAMIC_INDEX
+
+# ----------------------------------------------------------------- signature data
+
+
+@dataclass(frozen=True)
+class OperandSpec:
+    """A tensor the kernel reads: group input `input` seen through `views`
+    (("chunk", index, chunks, dim), ("narrow", dim, start, length), ...)."""
+
+    input: int
+    views: tuple[tuple[object, ...], ...]
+    dtype: str
+
+
+@dataclass(frozen=True)
+class OutputSpec:
+    """A kernel output: its dtype and which dims are statically 1 (never broadcast)."""
+
+    dtype: str
+    static_shape: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class KernelSignature:
+    """Plain-data description of a kernel's arguments (picklable).
+
+    Argument order (cpu): begin, end, sizes[rank'], then for each operand and
+    output: data pointer and strides[rank'], then the scalars. `rank'` is
+    `max(rank, 1)`. On nvptx `begin, end` is replaced by the total element count.
+    """
+
+    rank: int
+    inputs: tuple[str, ...]
+    operands: tuple[OperandSpec, ...]
+    scalars: tuple[tuple[int, str], ...]
+    outputs: tuple[OutputSpec, ...]
+    target: str = "cpu"
+
+    @property
+    def loop_rank(self) -> int:
+        return max(self.rank, 1)
+
+
+def dtype_name(t: Attribute) -> str:
+    """`f32`, `bf16`, `i1`, ... as written in the IR."""
+    return str(t)
+
+
+# ----------------------------------------------------------------- type helpers
+
+
+def compute_type(t: Attribute) -> Attribute:
+    """Half types compute in f32 (as PyTorch's CPU kernels and Inductor do)."""
+    return F32 if t in (F16, BF16) else t
+
+
+def is_floating(t: Attribute) -> bool:
+    return t in (F16, BF16, F32, F64)
+
+
+_VIEW_OPS = (
+    aten.ChunkOp,
+    aten.SplitOp,
+    aten.NarrowOp,
+    aten.SliceOp,
+    aten.ExpandOp,
+    aten.UnsqueezeOp,
+    aten.SqueezeOp,
+    aten.PermuteOp,
+    aten.TransposeOp,
+    aten.ViewOp,
+    aten.ReshapeOp,
+)
+
+
+def _view_step(op: Operation, result_index: int) -> tuple[object, ...]:
+    def p(name: str) -> int:
+        attr = op.properties[name]
+        assert isinstance(attr, IntegerAttr)
+        return attr.value.data
+
+    match op:
+        case aten.ChunkOp():
+            return ("chunk", result_index, p("chunks"), p("dim"))
+        case aten.SplitOp():
+            d = inf.normalize_dim(p("dim"), op.input.type.get_num_dims())
+            sizes = [r.type.get_shape()[d] for r in op.results]
+            start = sum(sizes[:result_index])
+            return ("narrow", d, start, sizes[result_index])
+        case aten.NarrowOp():
+            return ("narrow", p("dim"), p("start"), p("length"))
+        case aten.SliceOp():
+            return ("slice", p("dim"), p("start"), p("end"), p("step"))
+        case aten.ExpandOp():
+            return ("rank", op.results[0].type.get_num_dims())
+        case aten.UnsqueezeOp():
+            return ("unsqueeze", p("dim"))
+        case aten.SqueezeOp():
+            return ("squeeze",) if op.dim is None else ("squeeze", op.dim.value.data)
+        case aten.PermuteOp():
+            return ("permute", tuple(op.dims.get_values()))
+        case aten.TransposeOp():
+            return ("transpose", p("dim0"), p("dim1"))
+        case _:
+            return ("reshape", tuple(op.results[0].type.get_shape()))
+
+
+# ----------------------------------------------------------------- the emitter
+
+
+@dataclass
+class _Emitter:
+    """Appends loop-level ops for one element of the index space."""
+
+    ops: list[Operation] = field(default_factory=list)
+
+    def add(self, op: Operation) -> SSAValue:
+        self.ops.append(op)
+        return op.results[0] if op.results else None  # type: ignore[return-value]
+
+    def const(self, value: float | int | bool, t: Attribute) -> SSAValue:
+        if isinstance(t, IndexType) or isinstance(t, IntegerType):
+            return self.add(arith.ConstantOp(IntegerAttr(int(value), t)))
+        return self.add(arith.ConstantOp(FloatAttr(float(value), t)))
+
+    def to_bool(self, v: SSAValue) -> SSAValue:
+        t = v.type
+        if t == BOOL:
+            return v
+        zero = self.const(0, t)
+        if is_floating(t):
+            return self.add(arith.CmpfOp(v, zero, "une"))
+        return self.add(arith.CmpiOp(v, zero, "ne"))
+
+    def cast(self, v: SSAValue, to: Attribute) -> SSAValue:
+        """PyTorch's `to(dtype)` between compute types (f16/bf16 are rounded by
+        a trip through the storage type)."""
+        frm = v.type
+        if to in (F16, BF16):
+            narrow = self.cast(v, F32) if frm != F32 else v
+            rounded = self.add(arith.TruncFOp(narrow, to))
+            return self.add(arith.ExtFOp(rounded, F32))
+        if frm == to:
+            return v
+        if to == BOOL:
+            return self.to_bool(v)
+        if is_floating(to):
+            if is_floating(frm):
+                wider = frm.bitwidth < to.bitwidth  # type: ignore[attr-defined]
+                return self.add(arith.ExtFOp(v, to) if wider else arith.TruncFOp(v, to))
+            if frm == BOOL:
+                return self.add(arith.UIToFPOp(v, to))
+            return self.add(arith.SIToFPOp(v, to))
+        assert isinstance(to, IntegerType)
+        if is_floating(frm):
+            return self.add(arith.FPToSIOp(v, to))
+        assert isinstance(frm, IntegerType)
+        if frm == BOOL:
+            return self.add(arith.ExtUIOp(v, to))
+        if frm.width.data < to.width.data:
+            return self.add(arith.ExtSIOp(v, to))
+        return self.add(arith.TruncIOp(v, to))
+
+
+def _prop_number(op: Operation, name: str) -> float | int | None:
+    attr = op.properties.get(name)
+    if attr is None:
+        return None
+    assert isinstance(attr, FloatAttr | IntegerAttr)
+    return attr.value.data
+
+
+_CMPF = {"aten.eq": "oeq", "aten.ne": "une", "aten.lt": "olt", "aten.le": "ole",
+         "aten.gt": "ogt", "aten.ge": "oge"}  # fmt: skip
+_CMPI = {"aten.eq": "eq", "aten.ne": "ne", "aten.lt": "slt", "aten.le": "sle",
+         "aten.gt": "sgt", "aten.ge": "sge"}  # fmt: skip
+_CMPU = {"aten.eq": "eq", "aten.ne": "ne", "aten.lt": "ult", "aten.le": "ule",
+         "aten.gt": "ugt", "aten.ge": "uge"}  # fmt: skip
+_UNARY_MATH = {
+    "aten.exp": mathd.ExpOp, "aten.expm1": mathd.ExpM1Op, "aten.log": mathd.LogOp,
+    "aten.log1p": mathd.Log1pOp, "aten.sqrt": mathd.SqrtOp, "aten.rsqrt": mathd.RsqrtOp,
+    "aten.tanh": mathd.TanhOp, "aten.erf": mathd.ErfOp, "aten.sin": mathd.SinOp,
+    "aten.cos": mathd.CosOp,
+}  # fmt: skip
+
+
+def _maximum(e: _Emitter, a: SSAValue, b: SSAValue, is_max: bool) -> SSAValue:
+    t = a.type
+    if is_floating(t):
+        return e.add(arith.MaximumfOp(a, b) if is_max else arith.MinimumfOp(a, b))
+    if t == BOOL:
+        return e.add(arith.OrIOp(a, b) if is_max else arith.AndIOp(a, b))
+    return e.add(arith.MaxSIOp(a, b) if is_max else arith.MinSIOp(a, b))
+
+
+def _sigmoid(e: _Emitter, x: SSAValue) -> SSAValue:
+    one = e.const(1.0, x.type)
+    ex = e.add(mathd.ExpOp(e.add(arith.NegfOp(x))))
+    return e.add(arith.DivfOp(one, e.add(arith.AddfOp(one, ex))))
+
+
+def _floor_div(e: _Emitter, a: SSAValue, b: SSAValue) -> SSAValue:
+    t = a.type
+    if not is_floating(t):
+        q = e.add(arith.DivSIOp(a, b))
+        r = e.add(arith.RemSIOp(a, b))
+        zero = e.const(0, t)
+        nonzero = e.add(arith.CmpiOp(r, zero, "ne"))
+        signs = e.add(arith.XOrIOp(e.add(arith.CmpiOp(r, zero, "slt")),
+                                   e.add(arith.CmpiOp(b, zero, "slt"))))  # fmt: skip
+        adjust = e.add(arith.AndIOp(nonzero, signs))
+        return e.add(arith.SelectOp(adjust, e.add(arith.SubiOp(q, e.const(1, t))), q))
+    # c10's div_floor_floating: exact where a plain floor(a / b) is off by one.
+    zero, one, half = e.const(0.0, t), e.const(1.0, t), e.const(0.5, t)
+    mod = e.add(llvm.FRemOp(a, b))  # arith has no remf
+    div = e.add(arith.DivfOp(e.add(arith.SubfOp(a, mod)), b))
+    mod_nz = e.add(arith.CmpfOp(mod, zero, "une"))
+    sign_diff = e.add(arith.XOrIOp(e.add(arith.CmpfOp(b, zero, "olt")),
+                                   e.add(arith.CmpfOp(mod, zero, "olt"))))  # fmt: skip
+    div = e.add(arith.SelectOp(e.add(arith.AndIOp(mod_nz, sign_diff)),
+                               e.add(arith.SubfOp(div, one)), div))  # fmt: skip
+    fl = e.add(mathd.FloorOp(div))
+    up = e.add(arith.CmpfOp(e.add(arith.SubfOp(div, fl)), half, "ogt"))
+    fl = e.add(arith.SelectOp(up, e.add(arith.AddfOp(fl, one)), fl))
+    # div == 0 keeps the sign of the true quotient; b == 0 gives a / b (inf/nan).
+    is_zero = e.add(arith.CmpfOp(div, zero, "oeq"))
+    signed_zero = e.add(mathd.CopySignOp(zero, e.add(arith.DivfOp(a, b))))
+    res = e.add(arith.SelectOp(is_zero, signed_zero, fl))
+    b_zero = e.add(arith.CmpfOp(b, zero, "oeq"))
+    return e.add(arith.SelectOp(b_zero, e.add(arith.DivfOp(a, b)), res))
+
+
+def emit_pointwise(e: _Emitter, op: Operation, args: Sequence[SSAValue]) -> SSAValue:
+    """The scalar computation of one `aten` pointwise op on compute-typed values."""
+    res_t = op.results[0].type
+    assert isinstance(res_t, TensorType)
+    ct = compute_type(res_t.get_element_type())
+    name = op.name
+    if name in _CMPF:
+        common = compute_type(inf.result_dtype([o.type for o in op.operands]))
+        a, b = (e.cast(v, common) for v in args)
+        if is_floating(common):
+            return e.add(arith.CmpfOp(a, b, _CMPF[name]))
+        return e.add(arith.CmpiOp(a, b, (_CMPU if common == BOOL else _CMPI)[name]))
+    if name in ("aten.logical_and", "aten.logical_or", "aten.logical_xor"):
+        a, b = (e.to_bool(v) for v in args)
+        cls = {"aten.logical_and": arith.AndIOp, "aten.logical_or": arith.OrIOp,
+               "aten.logical_xor": arith.XOrIOp}[name]  # fmt: skip
+        return e.add(cls(a, b))
+    if name == "aten.logical_not":
+        return e.add(arith.XOrIOp(e.to_bool(args[0]), e.const(1, BOOL)))
+    if name == "aten.where":
+        cond = e.to_bool(args[0])
+        return e.add(arith.SelectOp(cond, e.cast(args[1], ct), e.cast(args[2], ct)))
+    if name == "aten.to":
+        return e.cast(args[0], res_t.get_element_type())
+    xs = [e.cast(v, ct) for v in args]
+    fl = is_floating(ct)
+    x = xs[0]
+    match name:
+        case "aten.neg":
+            return e.add(arith.NegfOp(x) if fl else arith.SubiOp(e.const(0, ct), x))
+        case "aten.abs":
+            if fl:
+                return e.add(mathd.AbsFOp(x))
+            neg = e.add(arith.SubiOp(e.const(0, ct), x))
+            return e.add(arith.SelectOp(e.add(arith.CmpiOp(x, e.const(0, ct), "slt")), neg, x))
+        case "aten.relu":
+            if not fl:
+                return _maximum(e, x, e.const(0, ct), True)
+            zero = e.const(0.0, ct)
+            return e.add(arith.SelectOp(e.add(arith.CmpfOp(x, zero, "olt")), zero, x))
+        case n if n in _UNARY_MATH:
+            return e.add(_UNARY_MATH[n](x))
+        case "aten.reciprocal":
+            return e.add(arith.DivfOp(e.const(1.0, ct), x))
+        case "aten.sigmoid":
+            return _sigmoid(e, x)
+        case "aten.silu":
+            return e.add(arith.MulfOp(x, _sigmoid(e, x)))
+        case "aten.leaky_relu":
+            slope = e.const(_prop_number(op, "negative_slope") or 0.01, ct)
+            pos = e.add(arith.CmpfOp(x, e.const(0.0, ct), "ogt"))
+            return e.add(arith.SelectOp(pos, x, e.add(arith.MulfOp(x, slope))))
+        case "aten.gelu":
+            half, one = e.const(0.5, ct), e.const(1.0, ct)
+            approx = op.properties.get("approximate")
+            if approx is not None and approx.data == "tanh":  # type: ignore[attr-defined]
+                k0 = e.const(math.sqrt(2.0 / math.pi), ct)
+                k1 = e.const(0.044715, ct)
+                cube = e.add(arith.MulfOp(x, e.add(arith.MulfOp(x, x))))
+                inner = e.add(arith.MulfOp(k0, e.add(arith.AddfOp(x, e.add(arith.MulfOp(k1, cube))))))
+                t = e.add(mathd.TanhOp(inner))
+            else:
+                t = e.add(mathd.ErfOp(e.add(arith.MulfOp(x, e.const(math.sqrt(0.5), ct)))))
+            return e.add(arith.MulfOp(e.add(arith.MulfOp(half, x)), e.add(arith.AddfOp(one, t))))
+        case "aten.clamp":
+            lo, hi = _prop_number(op, "min"), _prop_number(op, "max")
+            if lo is not None:
+                x = _maximum(e, x, e.const(lo, ct), True)
+            if hi is not None:
+                x = _maximum(e, x, e.const(hi, ct), False)
+            return x
+        case "aten.add" | "aten.sub":
+            b = xs[1]
+            alpha = _prop_number(op, "alpha")
+            if alpha is not None and alpha != 1:
+                b = e.add((arith.MulfOp if fl else arith.MuliOp)(b, e.const(alpha, ct)))
+            if ct == BOOL:
+                return e.add(arith.OrIOp(x, b))
+            if name == "aten.add":
+                return e.add(arith.AddfOp(x, b) if fl else arith.AddiOp(x, b))
+            return e.add(arith.SubfOp(x, b) if fl else arith.SubiOp(x, b))
+        case "aten.mul":
+            if ct == BOOL:
+                return e.add(arith.AndIOp(x, xs[1]))
+            return e.add(arith.MulfOp(x, xs[1]) if fl else arith.MuliOp(x, xs[1]))
+        case "aten.div":
+            mode = op.properties.get("rounding_mode")
+            mode_s = None if mode is None else mode.data  # type: ignore[attr-defined]
+            if mode_s == "floor":
+                return _floor_div(e, x, xs[1])
+            if fl:
+                q = e.add(arith.DivfOp(x, xs[1]))
+                if mode_s != "trunc":
+                    return q
+                # Half types round the quotient before truncating, as PyTorch does.
+                return e.add(mathd.TruncOp(e.cast(q, res_t.get_element_type())))
+            return e.add(arith.DivSIOp(x, xs[1]))
+        case "aten.pow":
+            if not fl:
+                return e.add(mathd.IPowIOp(x, xs[1]))
+            return e.add(mathd.PowFOp(x, xs[1]))
+        case "aten.maximum" | "aten.minimum":
+            return _maximum(e, x, xs[1], name == "aten.maximum")
+    raise DiagnosticException(f"lower-group-to-loops: no lowering for {name}")
+
+
+# ----------------------------------------------------------------- kernel builder
+
+
+@dataclass
+class _Plan:
+    operands: list[OperandSpec]
+    operand_of: dict[SSAValue, int]
+    scalars: list[tuple[int, str]]
+    scalar_of: dict[SSAValue, int]
+
+
+def _plan(block: Block) -> _Plan:
+    """Which (input, view chain) pairs the kernel reads, and its scalar inputs."""
+    chains: dict[SSAValue, tuple[int, tuple[tuple[object, ...], ...]]] = {}
+    scalars: list[tuple[int, str]] = []
+    scalar_of: dict[SSAValue, int] = {}
+    for i, arg in enumerate(block.args):
+        if isinstance(arg.type, TensorType):
+            chains[arg] = (i, ())
+        else:
+            scalar_of[arg] = len(scalars)
+            scalars.append((i, dtype_name(arg.type)))
+    for op in block.ops:
+        if isinstance(op, _VIEW_OPS):
+            src = op.operands[0]
+            if src not in chains:
+                raise DiagnosticException(
+                    f"lower-group-to-loops: {op.name} of a computed value is not supported "
+                    "(only views of group inputs)"
+                )
+            i, views = chains[src]
+            for k, r in enumerate(op.results):
+                chains[r] = (i, (*views, _view_step(op, k)))
+    operands: list[OperandSpec] = []
+    operand_of: dict[SSAValue, int] = {}
+    for op in block.ops:
+        uses = [v for v in op.operands if v in chains]
+        if isinstance(op, _VIEW_OPS):
+            continue
+        for v in uses:
+            if v not in operand_of:
+                i, views = chains[v]
+                et = v.type.get_element_type()  # type: ignore[attr-defined]
+                operand_of[v] = len(operands)
+                operands.append(OperandSpec(i, views, dtype_name(et)))
+    return _Plan(operands, operand_of, scalars, scalar_of)
+
+
+def _check_dtype(t: Attribute) -> None:
+    if t not in (BOOL, inf.I8, inf.I16, inf.I32, inf.I64, F16, BF16, F32, F64):
+        raise DiagnosticException(f"lower-group-to-loops: dtype {t} is not supported")
+
+
+def build_loop_kernel(
+    name: str, body: Block, result_types: Sequence[Attribute], target: str = "cpu"
+) -> tuple[func.FuncOp, KernelSignature]:
+    """Builds the loop-level kernel of a group body (block args = group inputs,
+    terminator yields the outputs), and its plain-data signature."""
+    plan = _plan(body)
+    outs = [t for t in result_types]
+    rank = max([t.get_num_dims() for t in outs if isinstance(t, TensorType)], default=0)
+    lrank = max(rank, 1)
+    gpu = target != "cpu"
+
+    # Arguments.
+    arg_types: list[Attribute] = [INDEX] if gpu else [INDEX, INDEX]
+    arg_types += [INDEX] * lrank
+    mem_types: list[Attribute] = []
+    for spec in plan.operands:
+        mem_types.append(MemRefType(_storage_type(spec.dtype, body), [DYN]))
+    out_specs: list[OutputSpec] = []
+    for t in outs:
+        assert isinstance(t, TensorType)
+        et = t.get_element_type()
+        _check_dtype(et)
+        mem_types.append(MemRefType(et, [DYN]))
+        out_specs.append(OutputSpec(dtype_name(et), tuple(t.get_shape())))
+    for mt in mem_types:
+        arg_types += [mt] + [INDEX] * lrank
+    scalar_types = [body.args[i].type for i, _ in plan.scalars]
+    arg_types += scalar_types
+    entry = Block(arg_types=arg_types)
+    a = list(entry.args)
+    pos = 1 if gpu else 2
+    sizes = a[pos : pos + lrank]
+    pos += lrank
+    mems: list[tuple[SSAValue, list[SSAValue]]] = []
+    for _ in mem_types:
+        mems.append((a[pos], a[pos + 1 : pos + 1 + lrank]))
+        pos += 1 + lrank
+    scalar_args = a[pos:]
+
+    e = _Emitter()
+    c0 = e.const(0, INDEX)
+    c1 = e.const(1, INDEX)
+    if gpu:
+        ivs, levels = _gpu_loop(e, a[0], sizes)
+        offsets = [_linear_offset(levels[-1][1], ivs, strides) for _, strides in mems]
+    else:
+        ivs, levels, offsets = _cpu_loops(e, a[0], a[1], sizes, mems, c0, c1)
+
+    # The body at one index.
+    b = _Emitter(levels[-1][1])
+    vals: dict[SSAValue, SSAValue] = {}
+    for v, k in plan.operand_of.items():
+        ref = mems[k][0]
+        loaded = b.add(memref.LoadOp.get(ref, [offsets[k]]))
+        et = v.type.get_element_type()  # type: ignore[attr-defined]
+        vals[v] = b.add(arith.ExtFOp(loaded, F32)) if et in (F16, BF16) else loaded
+    for v, k in plan.scalar_of.items():
+        vals[v] = scalar_args[k]
+    for op in body.ops:
+        if isinstance(op, _VIEW_OPS):
+            continue
+        if op is body.last_op:
+            break
+        if not op.has_trait(aten.Pointwise):
+            raise DiagnosticException(f"lower-group-to-loops: {op.name} is not pointwise")
+        et = op.results[0].type.get_element_type()  # type: ignore[attr-defined]
+        _check_dtype(et)
+        vals[op.results[0]] = emit_pointwise(b, op, [vals[o] for o in op.operands])
+    term = body.last_op
+    assert term is not None
+    for k, (v, t) in enumerate(zip(term.operands, outs, strict=True)):
+        et = t.get_element_type()  # type: ignore[attr-defined]
+        val = b.cast(vals[v], compute_type(et))
+        if et in (F16, BF16):
+            val = b.add(arith.TruncFOp(val, et))
+        j = len(plan.operands) + k
+        b.add(memref.StoreOp.get(val, mems[j][0], [offsets[j]]))
+    b.add(scf.YieldOp())
+    for loop, ops in levels:
+        loop.body.block.add_ops(ops)
+
+    e.ops.append(levels[0][0])
+    e.add(func.ReturnOp())
+    entry.add_ops(e.ops)
+    fn = func.FuncOp(name, (arg_types, []), Region(entry))
+    fn.attributes["fusion.kernel"] = UnitAttr()
+    sig = KernelSignature(
+        rank=rank,
+        inputs=tuple(dtype_name(arg.type) for arg in body.args),
+        operands=tuple(plan.operands),
+        scalars=tuple(plan.scalars),
+        outputs=tuple(out_specs),
+        target=target,
+    )
+    return fn, sig
+
+
+def _storage_type(dtype: str, body: Block) -> Attribute:
+    for t in (BOOL, inf.I8, inf.I16, inf.I32, inf.I64, F16, BF16, F32, F64):
+        if str(t) == dtype:
+            return t
+    raise DiagnosticException(f"lower-group-to-loops: dtype {dtype} is not supported")
+
+
+Levels = list[tuple[scf.ForOp, list[Operation]]]
+
+
+def _cpu_loops(
+    e: _Emitter,
+    begin: SSAValue,
+    end: SSAValue,
+    sizes: Sequence[SSAValue],
+    mems: Sequence[tuple[SSAValue, Sequence[SSAValue]]],
+    c0: SSAValue,
+    c1: SSAValue,
+) -> tuple[list[SSAValue], Levels, list[SSAValue]]:
+    """A nest over [begin, end) x sizes[1:]; each tensor's offset is accumulated
+    per depth so the innermost loop does one multiply-add per tensor."""
+    ivs: list[SSAValue] = []
+    offsets: list[SSAValue] = [c0 for _ in mems]
+    levels: Levels = []
+    for d in range(len(sizes)):
+        blk = Block(arg_types=[INDEX])
+        iv = blk.args[0]
+        ivs.append(iv)
+        loop = scf.ForOp(begin if d == 0 else c0, end if d == 0 else sizes[d], c1, [], blk)
+        if levels:
+            levels[-1][1].extend([loop, scf.YieldOp()])
+        le = _Emitter([])
+        offsets = [
+            le.add(arith.AddiOp(off, le.add(arith.MuliOp(iv, strides[d]))))
+            for off, (_, strides) in zip(offsets, mems, strict=True)
+        ]
+        levels.append((loop, le.ops))
+    return ivs, levels, offsets
+
+
+def _gpu_loop(
+    e: _Emitter, total: SSAValue, sizes: Sequence[SSAValue]
+) -> tuple[list[SSAValue], Levels]:
+    """A grid-stride loop over the flattened index, delinearized per iteration."""
+    i32 = IntegerType(32)
+
+    def sreg(reg: str) -> SSAValue:
+        v = e.add(llvm.CallIntrinsicOp(f"llvm.nvvm.read.ptx.sreg.{reg}", [], [i32]))
+        return e.add(arith.IndexCastOp(v, INDEX))
+
+    tid, ntid, ctaid, nctaid = sreg("tid.x"), sreg("ntid.x"), sreg("ctaid.x"), sreg("nctaid.x")
+    start = e.add(arith.AddiOp(e.add(arith.MuliOp(ctaid, ntid)), tid))
+    step = e.add(arith.MuliOp(ntid, nctaid))
+    blk = Block(arg_types=[INDEX])
+    loop = scf.ForOp(start, total, step, [], blk)
+    le = _Emitter([])
+    rest = blk.args[0]
+    ivs: list[SSAValue] = [rest] * len(sizes)
+    for d in reversed(range(1, len(sizes))):
+        ivs[d] = le.add(arith.RemUIOp(rest, sizes[d]))
+        rest = le.add(arith.DivUIOp(rest, sizes[d]))
+    ivs[0] = rest
+    return ivs, [(loop, le.ops)]
+
+
+def _linear_offset(ops: list[Operation], ivs: Sequence[SSAValue], strides: Sequence[SSAValue]) -> SSAValue:
+    le = _Emitter(ops)
+    off = le.add(arith.MuliOp(ivs[0], strides[0]))
+    for iv, s in zip(ivs[1:], strides[1:], strict=True):
+        off = le.add(arith.AddiOp(off, le.add(arith.MuliOp(iv, s))))
+    return off
+
+
+# ----------------------------------------------------------------- the pass
+
+
+class LowerKernelFunc(RewritePattern):
+    """An outlined kernel over tensors becomes its loop-level nest.
+
+    func.func @k(%x: tensor<4xf32>) -> tensor<4xf32> attributes {fusion.kernel}
+    -> func.func @k(%begin: index, %end: index, %n0: index, %x: memref<?xf32>, ...)
+    """
+
+    def __init__(self, target: str):
+        self.target = target
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: func.FuncOp, rewriter: PatternRewriter, /):
+        if "fusion.kernel" not in op.attributes or not op.function_type.outputs.data:
+            return
+        fn, _ = build_loop_kernel(
+            op.sym_name.data, op.body.block, op.function_type.outputs.data, self.target
+        )
+        rewriter.replace_op(op, fn)
+
+
+@dataclass(frozen=True)
+class LowerGroupToLoopsPass(ModulePass):
+    """Lowers every outlined kernel (`func.func ... attributes {fusion.kernel}`)
+    to a loop nest over its output index space; see the module docstring."""
+
+    name = "lower-group-to-loops"
+    target: str = "cpu"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        PatternRewriteWalker(LowerKernelFunc(self.target), apply_recursively=False).rewrite_module(op)

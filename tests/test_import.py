@@ -1,0 +1,160 @@
+"""torch.fx -> aten import: op mapping, types from example inputs, opaque ops,
+parameters as arguments, output structure, and the `fusec-opt` round trip."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import fusec
+import torch
+import torch.nn.functional as F
+from fusec.dialects import aten
+from fusec.importer import Const, Ret, import_fx, trace
+from torch import nn
+from xdsl.dialects import arith, func
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def lstm_cell(x, hx, cx, w_ih, w_hh, b_ih, b_hh):
+    gates = torch.mm(x, w_ih.t()) + torch.mm(hx, w_hh.t()) + b_ih + b_hh
+    i, f, g, o = gates.chunk(4, 1)
+    i, f, g, o = torch.sigmoid(i), torch.sigmoid(f), torch.tanh(g), torch.sigmoid(o)
+    cy = f * cx + i * g
+    hy = o * torch.tanh(cy)
+    return hy, cy
+
+
+def lstm_inputs(b: int = 3, i: int = 5, h: int = 4) -> list[torch.Tensor]:
+    return [
+        torch.randn(b, i), torch.randn(b, h), torch.randn(b, h),
+        torch.randn(4 * h, i), torch.randn(4 * h, h), torch.randn(4 * h), torch.randn(4 * h),
+    ]  # fmt: skip
+
+
+def op_names(module) -> list[str]:
+    return [op.name for op in module.walk() if op.name.startswith(("aten.", "arith."))]
+
+
+def test_lstm_cell_imports_to_aten_ops():
+    m = fusec.import_graph(lstm_cell, lstm_inputs())
+    names = op_names(m)
+    assert names.count("aten.mm") == 2
+    assert names.count("aten.sigmoid") == 3
+    assert names.count("aten.tanh") == 2
+    assert "aten.chunk" in names and "aten.opaque" not in names
+    f = next(op for op in m.walk() if isinstance(op, func.FuncOp))
+    assert [str(t) for t in f.function_type.outputs] == ["tensor<3x4xf32>"] * 2
+    assert str(f.function_type.inputs.data[3]) == "tensor<16x5xf32>"
+
+
+def test_types_follow_example_inputs():
+    def fn(x, y):
+        return (x.half() + y).sum(1, keepdim=True)
+
+    m = fusec.import_graph(fn, [torch.randn(2, 3, dtype=torch.float64), torch.randn(1, 3)])
+    text = str(m)
+    assert "aten.to %x : tensor<2x3xf64> -> tensor<2x3xf16>" in text
+    assert "tensor<2x3xf16>, tensor<1x3xf32> -> tensor<2x3xf32>" in text
+    assert "aten.sum" in text and "keepdim = true" in text
+
+
+def test_scalars_constants_and_scalar_inputs():
+    def fn(x, s: float):
+        return torch.add(x * 2.5, s, alpha=3) > 1
+
+    m = fusec.import_graph(fn, [torch.randn(4), 0.5])
+    consts = [op for op in m.walk() if isinstance(op, arith.ConstantOp)]
+    assert [str(c.value.type) for c in consts] == ["f64", "i64"]
+    f = next(op for op in m.walk() if isinstance(op, func.FuncOp))
+    assert [str(t) for t in f.function_type.inputs] == ["tensor<4xf32>", "f64"]
+    assert "alpha = 3 : i64" in str(m)
+    assert "-> tensor<4xi1>" in str(m)
+
+
+def test_unknown_ops_become_opaque():
+    def fn(x):
+        return torch.softmax(torch.relu(x), dim=-1).cumsum(0)
+
+    g = import_fx(trace(fn), [torch.randn(2, 3)])
+    opaque = [op for op in g.module.walk() if isinstance(op, aten.OpaqueOp)]
+    assert [op.target.data for op in opaque] == ["torch.softmax", "Tensor.cumsum"]
+    assert set(g.opaque) == {op.node.data for op in opaque}
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(5, 4)
+        self.act = nn.GELU(approximate="tanh")
+        self.register_buffer("scale", torch.full((4,), 0.5))
+
+    def forward(self, x):
+        y = self.act(self.lin(x)) * self.scale
+        return {"y": y, "parts": (y[:, 1:3], F.silu(y).view(x.size(0), -1))}
+
+
+def test_module_parameters_become_arguments_and_structure_is_kept():
+    g = import_fx(trace(Block()), [torch.randn(3, 5)])
+    assert g.inputs == [("arg", 0), ("attr", "lin.weight"), ("attr", "lin.bias"), ("attr", "scale")]
+    assert g.outputs == {"y": Ret(0), "parts": (Ret(1), Ret(2))}
+    assert g.shape_dependent  # x.size(0) was folded into the view's shape
+    names = op_names(g.module)
+    assert {"aten.linear", "aten.gelu", "aten.slice", "aten.silu", "aten.view"} <= set(names)
+    assert 'approximate = "tanh"' in str(g.module)
+
+
+def test_chunk_getitem_split_cat_and_views():
+    def fn(x):
+        a, b = torch.split(x, [1, 3], dim=1)
+        c = x.chunk(2, 0)[1]
+        d = torch.cat([a, b], 1).permute(1, 0).unsqueeze(0).transpose(1, 2).squeeze(0)
+        return d.expand(2, 2, 4) + c.narrow(1, 0, 4), x[0, None, ::2]
+
+    x = torch.randn(2, 4)
+    g = import_fx(trace(fn), [x])
+    names = op_names(g.module)
+    for n in ("aten.split", "aten.chunk", "aten.cat", "aten.permute", "aten.unsqueeze",
+              "aten.transpose", "aten.squeeze", "aten.expand", "aten.narrow", "aten.slice"):  # fmt: skip
+        assert n in names, n
+    assert "aten.opaque" not in names
+
+
+def test_in_place_on_an_input_is_rejected_not_imported():
+    def fn(x):
+        x.add_(1)
+        return x * 2
+
+    import pytest
+    from fusec.importer import UnsupportedGraph
+
+    x = torch.zeros(3)
+    with pytest.raises(UnsupportedGraph, match="in place"):
+        import_fx(trace(fn), [x])
+    assert torch.equal(x, torch.zeros(3)), "import must not mutate the caller's tensors"
+
+
+def test_const_outputs_and_passthrough():
+    def fn(x):
+        return x, None, 3
+
+    g = import_fx(trace(fn), [torch.randn(2)])
+    assert g.outputs == (Ret(0), Const(None), Const(3))
+
+
+def test_printed_module_round_trips_through_fusec_opt(tmp_path):
+    m = fusec.import_graph(Block(), [torch.randn(3, 5)])
+    m2 = fusec.import_graph(lstm_cell, lstm_inputs())
+    for i, mod in enumerate((m, m2)):
+        src = tmp_path / f"m{i}.mlir"
+        src.write_text(str(mod))
+        bindir = str(Path(sys.executable).parent)
+        env = {**os.environ, "PATH": bindir + os.pathsep + os.environ.get("PATH", "")}
+        proc = subprocess.run(
+            ["fusec-opt", str(src)], capture_output=True, text=True, env=env, cwd=ROOT
+        )
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.strip() == str(mod).strip()
