@@ -25,9 +25,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import torch
-
 import fusec
+import torch
 
 
 def lstm_tail(gates: torch.Tensor, cx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -115,7 +114,9 @@ def compile_times() -> tuple[dict[str, Any], dict[str, Any]]:
         code = _CHILD.format(path=os.path.dirname(os.path.abspath(__file__)))
         runs = []
         for _ in range(2):
-            p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+            p = subprocess.run(
+                [sys.executable, "-c", code], env=env, capture_output=True, text=True
+            )
             if p.returncode != 0:
                 raise RuntimeError(p.stderr)
             runs.append(json.loads(p.stdout.strip().splitlines()[-1]))
@@ -146,7 +147,9 @@ def main() -> None:
     ap.add_argument("--workloads", default="lstm_cell,chain8,broadcast_add")
     opts = ap.parse_args()
     torch.manual_seed(0)
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, fusec {fusec.__version__}")
+    print(
+        f"torch {torch.__version__}, {torch.get_num_threads()} threads, fusec {fusec.__version__}"
+    )
     bw = copy_bandwidth()
     print(f"copy bandwidth (2^24 f32, read+write): {bw:.1f} GB/s\n")
     header = f"{'workload':14} {'elems':>6} | {'eager us':>10} {'GB/s':>6} | {'inductor us':>11} {'GB/s':>6} | {'fusec us':>10} {'GB/s':>6} {'k/call':>6}"

@@ -7,14 +7,13 @@
     fusec.cache_stats()                      # kernel cache counters
 
 The public names import torch lazily, so `fusec-opt` (which imports this package)
-stays fast.
+stays fast. `torch.compile(..., backend="fusec")` finds the backend through the
+`torch_dynamo_backends` entry point (`fusec.backend:fusec_backend`), so it works
+without importing fusec first.
 """
 
 from __future__ import annotations
 
-import importlib.abc
-import importlib.machinery
-import sys
 from typing import Any
 
 __version__ = "0.1.0"
@@ -41,50 +40,3 @@ def cache_stats() -> dict[str, Any]:
     from fusec.runtime.cache import cache_stats as _cache_stats
 
     return _cache_stats()
-
-
-def _dynamo_backend(gm: Any, example_inputs: Any, **options: Any) -> Any:
-    """The "fusec" Dynamo backend (a thin wrapper so registering it is cheap)."""
-    from fusec.backend import fusec_backend
-
-    return fusec_backend(gm, example_inputs, **options)
-
-
-def _register_into(registry: Any) -> None:
-    if "fusec" not in registry._COMPILER_FNS:
-        registry.register_backend(name="fusec")(_dynamo_backend)
-
-
-_REGISTRY = "torch._dynamo.backends.registry"
-
-
-class _RegisterOnImport(importlib.abc.MetaPathFinder):
-    """Registers the backend when Dynamo's registry is first imported, so
-    `import fusec` does not pay for importing Dynamo."""
-
-    def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
-        if name != _REGISTRY:
-            return None
-        spec = importlib.machinery.PathFinder.find_spec(name, path)
-        if spec is None or spec.loader is None:
-            return spec
-        loader = spec.loader
-        exec_module = loader.exec_module
-
-        def exec_and_register(module: Any) -> None:
-            exec_module(module)
-            _register_into(module)
-
-        loader.exec_module = exec_and_register  # type: ignore[method-assign]
-        return spec
-
-
-def _install_backend_hook() -> None:
-    registry = sys.modules.get(_REGISTRY)
-    if registry is not None:
-        _register_into(registry)
-    elif not any(isinstance(f, _RegisterOnImport) for f in sys.meta_path):
-        sys.meta_path.insert(0, _RegisterOnImport())
-
-
-_install_backend_hook()

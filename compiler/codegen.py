@@ -11,7 +11,8 @@ serves every shape of its canonical key.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
 
@@ -32,7 +33,10 @@ __all__ = [
     "KernelSignature",
     "OperandSpec",
     "OutputSpec",
+    "build_gpu_kernels",
     "build_kernel",
+    "is_gpu_target",
+    "kernel_llvm_ir",
     "llvm_pipeline",
     "lower_to_llvm_dialect",
     "translate_to_llvm_ir",
@@ -42,7 +46,14 @@ __all__ = [
 @dataclass(frozen=True)
 class KernelArtifact:
     """A compiled kernel: `code` is optimized LLVM IR text for "cpu", PTX for an
-    "sm_XX" target; `signature` says how to call it. Picklable."""
+    "sm_XX" target; `signature` says how to call it. Picklable.
+
+    GPU artifacts: `code` is a PTX module (`.target sm_XX`, libdevice inlined)
+    whose `.entry` named `name` a CUDA runtime loads with `cuModuleLoadData` +
+    `cuModuleGetFunction(name)` and launches with `cuLaunchKernel` on any 1-D
+    grid; the parameter list (numel, sizes, then pointer + strides per operand
+    and output, then scalars; all index values 64-bit) is spelled out in
+    `KernelSignature`'s docstring."""
 
     name: str
     target: str
@@ -123,20 +134,66 @@ def _kernel_name(group: GroupOp, target: str) -> str:
     return "fusec_" + hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def build_kernel(group: GroupOp, target: str = "cpu") -> KernelArtifact:
-    """Compiles one `fusion.group` for `target` ("cpu" or "sm_XX")."""
+_GPU_ARCH = re.compile(r"sm_\d+[af]?")
+
+
+def is_gpu_target(target: str) -> bool:
+    """True for an NVIDIA architecture name ("sm_80", "sm_90a", ...)."""
+    return _GPU_ARCH.fullmatch(target) is not None
+
+
+def kernel_llvm_ir(group: GroupOp, target: str = "cpu") -> tuple[str, str, KernelSignature]:
+    """(kernel name, unoptimized LLVM IR text, signature) of one group: the
+    target-independent half of `build_kernel` (for GPUs it is the same for
+    every `sm_XX` but the name, which includes the target)."""
+    if target != "cpu" and not is_gpu_target(target):
+        raise ValueError(f"build_kernel: unknown target '{target}' (expected 'cpu' or 'sm_XX')")
     name = _kernel_name(group, target)
     fn, sig = build_loop_kernel(
         name, group.body.block, group.outputs.types, "cpu" if target == "cpu" else "nvptx"
     )
     module = ModuleOp([fn])
     lower_to_llvm_dialect(module, target)
-    ir_text = translate_to_llvm_ir(module, target)
+    return name, translate_to_llvm_ir(module, target), sig
+
+
+def build_kernel(group: GroupOp, target: str = "cpu") -> KernelArtifact:
+    """Compiles one `fusion.group` for `target` ("cpu" or "sm_XX").
+
+    For "sm_XX" the artifact's `code` is PTX with one `.entry` named
+    `artifact.name`, libdevice linked and inlined; its launch ABI is described
+    in `KernelSignature` (any 1-D grid works: the kernel grid-strides)."""
     if target == "cpu":
         from fusec.llvm_jit import optimize_for_host
 
+        name, ir_text, sig = kernel_llvm_ir(group, target)
         return KernelArtifact(name, target, optimize_for_host(ir_text).encode(), sig)
-    from fusec.ptx import emit_ptx  # type: ignore[import-not-found]
+    (artifact,) = build_gpu_kernels([group], target)
+    return artifact
 
-    ir_text = ir_text.replace(f"define void @{name}(", f"define ptx_kernel void @{name}(")
-    return KernelArtifact(name, target, emit_ptx(ir_text, target).encode(), sig)
+
+def build_gpu_kernels(groups: Sequence[GroupOp], target: str = "sm_80") -> list[KernelArtifact]:
+    """Compiles several groups into ONE PTX module for `target` ("sm_XX"):
+    libdevice is linked and the module optimized once, which is what makes
+    compiling many kernels cheap. Each artifact's `code` is that whole module
+    (load it once, look each kernel up by `artifact.name`)."""
+    import llvmlite.binding as llvm
+    from fusec.ptx import emit_ptx
+
+    if not is_gpu_target(target):
+        raise ValueError(f"build_gpu_kernels: '{target}' is not an sm_XX target")
+    built = [kernel_llvm_ir(g, target) for g in groups]
+    if not built:
+        return []
+    # Same-named kernels (identical groups) are one function.
+    unique = {name: ir for name, ir, _ in built}
+    texts = list(unique.values())
+    if len(texts) == 1:
+        merged = texts[0]
+    else:
+        module = llvm.parse_assembly(texts[0])
+        for text in texts[1:]:
+            module.link_in(llvm.parse_assembly(text))
+        merged = str(module)
+    code = emit_ptx(merged, target, kernel_names=list(unique)).encode()
+    return [KernelArtifact(name, target, code, sig) for name, _, sig in built]

@@ -29,14 +29,17 @@ def expand_pipeline_flags(argv: Sequence[str]) -> list[str]:
     pre.add_argument("--fuse", action="store_true")
     pre.add_argument("--emit", choices=sorted(EMIT_PIPELINES) or None)
     pre.add_argument("-p", "--passes", default="")
+    pre.add_argument("-t", "--target")
     known, rest = pre.parse_known_args(list(argv))
     if not known.fuse and known.emit is None:
         return list(argv)
     stages = [FUSE_PIPELINE if known.fuse else "", known.passes]
-    target: str | None = None
+    target: str | None = known.target
     if known.emit is not None:
-        passes, target = EMIT_PIPELINES[known.emit]
+        passes, stage_target = EMIT_PIPELINES[known.emit]
         stages.append(passes)
+        # An explicit `-t` refines the stage's target, e.g. `-t 'ptx{arch=sm_90}'`.
+        target = target or stage_target
     out = [*rest, "-p", ",".join(s for s in stages if s)]
     if target is not None:
         out += ["-t", target]

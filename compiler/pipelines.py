@@ -18,3 +18,6 @@ _TO_LLVM = (
 EMIT_PIPELINES["loops"] = (_LOOPS, "mlir")
 EMIT_PIPELINES["llvm"] = (f"{_LOOPS},{_TO_LLVM}", "mlir")
 EMIT_PIPELINES["llvmir"] = (f"{_LOOPS},{_TO_LLVM}", "llvmir")
+_TO_NVVM = _TO_LLVM.replace("{target=cpu}", "{target=nvptx}")
+EMIT_PIPELINES["ptx"] = (_LOOPS.replace("loops", "loops{target=nvptx}") + "," + _TO_NVVM, "ptx")
+"""PTX for sm_80; `-t 'ptx{arch=sm_90}'` picks another architecture."""

@@ -31,3 +31,41 @@ def _llvmir_target() -> type[Target]:
 
 
 FUSEC_TARGETS["llvmir"] = _llvmir_target
+
+
+def _ptx_target() -> type[Target]:
+    from dataclasses import dataclass
+
+    from xdsl.context import Context
+
+    @dataclass(frozen=True)
+    class PTXTarget(Target):
+        """The module's defined `llvm.func`s as one PTX module, each a `.entry`
+        kernel, libdevice linked (needs fusec's `cuda` extra for libdevice).
+
+            fusec-opt --fuse --emit=ptx model.mlir                # sm_80
+            fusec-opt --fuse --emit=ptx -t 'ptx{arch=sm_90}' model.mlir
+        """
+
+        name = "ptx"
+
+        arch: str = "sm_80"
+        """The `sm_XX` the PTX is generated for (`.target`)."""
+
+        def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
+            from fusec.codegen import is_gpu_target, translate_to_llvm_ir
+            from fusec.ptx import emit_ptx
+            from xdsl.dialects import llvm
+            from xdsl.utils.exceptions import DiagnosticException
+
+            if not is_gpu_target(self.arch):
+                raise DiagnosticException(f"ptx target: arch '{self.arch}' is not sm_XX")
+            funcs = [op.clone() for op in module.ops if isinstance(op, llvm.FuncOp)]
+            kernels = [f.sym_name.data for f in funcs if f.body.blocks]
+            ir = translate_to_llvm_ir(ModuleOp(funcs), self.arch)
+            print(emit_ptx(ir, self.arch, kernel_names=kernels), file=output, end="")
+
+    return PTXTarget
+
+
+FUSEC_TARGETS["ptx"] = _ptx_target

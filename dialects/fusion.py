@@ -15,7 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import SymbolRefAttr
+from fusec.dialects.aten import chunk_sizes
+from fusec.dialects.inference import DYNAMIC, I64, broadcast_shapes, normalize_dim
+from xdsl.dialects.builtin import IntegerAttr, SymbolRefAttr, TensorType
 from xdsl.dialects.utils.format import parse_assignment, print_assignment
 from xdsl.ir import Attribute, Block, Dialect, Operation, Region, SSAValue
 from xdsl.irdl import (
@@ -181,4 +183,92 @@ class LaunchOp(IRDLOperation):
         )
 
 
-Fusion = Dialect("fusion", [GroupOp, YieldOp, LaunchOp], [])
+@irdl_op_definition
+class BroadcastingChunkOp(IRDLOperation):
+    """The seeds' `prim::BroadcastingChunk`: chunk every input the same way, as if
+    all were first broadcast to one shape, without materializing the broadcast.
+
+    `dim` is a dim of the inputs' broadcast shape, best written negative (counted
+    from the last dim, as broadcasting aligns shapes), so it stays valid when inputs
+    of lower rank join. Result `i * n + j` is piece `j` of input `i`: the input cut
+    along its own copy of `dim` when it spans that dim, and the whole input when it
+    is broadcast along it (size 1 or no such dim), since every piece of the
+    broadcast value then sees the same elements. The pieces of all inputs broadcast
+    against each other to piece `j` of the broadcast shape.
+
+        %r:4 = fusion.broadcasting_chunk %a, %b chunks = 2 dim = -1
+            : tensor<8x64xf32>, tensor<64xf32>
+            -> tensor<8x32xf32>, tensor<8x32xf32>, tensor<32xf32>, tensor<32xf32>
+    """
+
+    name = "fusion.broadcasting_chunk"
+    inputs = var_operand_def(TensorType)
+    outputs = var_result_def(TensorType)
+    chunks = prop_def(IntegerAttr[I64])
+    dim = prop_def(IntegerAttr[I64])
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$inputs `chunks` `=` $chunks `dim` `=` $dim attr-dict `:` type($inputs) "
+        "`->` type($outputs)"
+    )
+
+    def __init__(self, inputs: Sequence[SSAValue | Operation], chunks: int, dim: int):
+        props: dict[str, Attribute] = {
+            "chunks": IntegerAttr(chunks, I64),
+            "dim": IntegerAttr(dim, I64),
+        }
+        types = [SSAValue.get(v).type for v in inputs]
+        super().__init__(
+            operands=[inputs],
+            result_types=[BroadcastingChunkOp.piece_types(types, chunks, dim)],
+            properties=props,
+        )
+
+    @staticmethod
+    def piece_types(
+        input_types: Sequence[Attribute], chunks: int, dim: int
+    ) -> list[Attribute]:
+        """Result types, input by input (raises `VerifyException` when invalid)."""
+        if not input_types:
+            raise VerifyException("needs at least one input")
+        if chunks <= 0:
+            raise VerifyException(f"chunks must be positive, got {chunks}")
+        ts = [t for t in input_types if isinstance(t, TensorType)]
+        if len(ts) != len(input_types):
+            raise VerifyException("inputs must be tensors")
+        shapes = [tuple(t.get_shape()) for t in ts]
+        common = broadcast_shapes(*shapes)
+        d = normalize_dim(dim, len(common))
+        if not common:
+            raise VerifyException("cannot chunk 0-d tensors")
+        if common[d] == DYNAMIC:
+            raise VerifyException(f"dim {dim} of the broadcast shape must be static")
+        sizes = chunk_sizes(common[d], chunks)
+        out: list[Attribute] = []
+        for t, shape in zip(ts, shapes, strict=True):
+            own = d - (len(common) - len(shape))
+            for s in sizes:
+                if own < 0 or shape[own] != common[d]:
+                    out.append(t)
+                else:
+                    piece = list(shape)
+                    piece[own] = s
+                    out.append(TensorType(t.get_element_type(), piece))
+        return out
+
+    def verify_(self) -> None:
+        expected = self.piece_types(
+            self.inputs.types, self.chunks.value.data, self.dim.value.data
+        )
+        actual = list(self.outputs.types)
+        if len(expected) != len(actual):
+            raise VerifyException(
+                f"{len(self.inputs)} inputs in {len(expected) // len(self.inputs)} "
+                f"pieces need {len(expected)} results, but there are {len(actual)}"
+            )
+        for i, (e, a) in enumerate(zip(expected, actual, strict=True)):
+            if e != a:
+                raise VerifyException(f"result #{i} has type {a}, but the piece is {e}")
+
+
+Fusion = Dialect("fusion", [GroupOp, YieldOp, LaunchOp, BroadcastingChunkOp], [])

@@ -65,3 +65,11 @@ def _convert_math_to_llvm() -> type[ModulePass]:
 
 
 FUSEC_PASSES["convert-math-to-llvm"] = _convert_math_to_llvm
+
+
+for _name, _module, _cls in (
+    ("decompose", "decompose", "DecomposePass"),
+    ("broadcasting-chunk", "broadcasting_chunk", "BroadcastingChunkPass"),
+    ("lower-broadcasting-chunk", "lower_broadcasting_chunk", "LowerBroadcastingChunkPass"),
+):
+    FUSEC_PASSES[_name] = _loader(_module, _cls)

@@ -85,7 +85,7 @@ def replace_with_llvm(
         back = UnrealizedConversionCastOp.get([result], [old_t])
         ops.append(back)
         result = back.results[0]
-    rewriter.replace_op(op, ops, [result])
+    rewriter.replace(op, ops, [result])
 
 
 def fcmp(lhs: SSAValue, rhs: SSAValue, pred: str) -> llvm.FCmpOp:

@@ -29,7 +29,7 @@ class BranchToLLVM(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: cf.BranchOp, rewriter: PatternRewriter, /):
-        rewriter.replace_op(op, llvm.BrOp(op.successor, *(to_llvm(a, rewriter) for a in op.arguments)))
+        rewriter.replace(op, llvm.BrOp(op.successor, *(to_llvm(a, rewriter) for a in op.arguments)))
 
 
 class CondBranchToLLVM(RewritePattern):
@@ -37,7 +37,7 @@ class CondBranchToLLVM(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: cf.ConditionalBranchOp, rewriter: PatternRewriter, /):
-        rewriter.replace_op(
+        rewriter.replace(
             op,
             llvm.CondBrOp(
                 op.cond,

@@ -68,7 +68,7 @@ class FuncToLLVM(RewritePattern):
             body=body,
             other_props={"arg_attrs": arg_attrs},
         )
-        rewriter.replace_op(op, new)
+        rewriter.replace(op, new)
 
 
 class ReturnToLLVM(RewritePattern):
@@ -77,7 +77,7 @@ class ReturnToLLVM(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: func.ReturnOp, rewriter: PatternRewriter, /):
         if isinstance(op.parent_op(), llvm.FuncOp):
-            rewriter.replace_op(op, llvm.ReturnOp(op.arguments[0] if op.arguments else None))
+            rewriter.replace(op, llvm.ReturnOp(op.arguments[0] if op.arguments else None))
 
 
 class FoldIdentityCast(RewritePattern):
@@ -87,7 +87,7 @@ class FoldIdentityCast(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: UnrealizedConversionCastOp, rewriter: PatternRewriter, /):
         if len(op.inputs) == 1 and op.inputs[0].type == op.results[0].type:
-            rewriter.replace_op(op, [], [op.inputs[0]])
+            rewriter.replace(op, [], [op.inputs[0]])
 
 
 @dataclass(frozen=True)

@@ -76,7 +76,7 @@ class StoreToLLVM(RewritePattern):
             ops.append(ext)
             value = ext.res
         ops.append(llvm.StoreOp(value, gep.result))
-        rewriter.replace_op(op, ops, [])
+        rewriter.replace(op, ops, [])
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,13 @@ analysis on every step), so nothing here rescans a block per fusion step:
 - `FusionState.has_user_before` keeps, per value, a lazy min-heap of the
   positions of its users; entries whose op left the block are dropped on read, and
   groups that start using the value are pushed, so a query is amortized O(log n).
-- Group surgery moves ops (O(1) each) instead of cloning them, edits group
-  operands in place, and builds a new `fusion.group` only when outputs are added.
+- Group surgery moves ops (O(1) each) instead of cloning them and rewrites a
+  group's inputs once per step (`_Inputs`), not once per argument.
+- Outputs grow in place (`_grow_outputs`) and existing `OpResult`s are re-owned
+  rather than replaced, so no step redirects the uses of a group's old outputs:
+  a value's outside uses are redirected once, when its producer enters a group.
+- Two groups merge by moving the smaller body into the larger (`merge_groups`),
+  so an op moves O(log n) times over the whole pass.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from fusec.dialects.fusion import GroupOp, YieldOp
 from fusec.dialects.inference import is_scalar
 from xdsl.dialects.arith import ConstantOp
 from xdsl.dialects.builtin import TensorType
-from xdsl.ir import Block, Operation, OpResult, Region, SSAValue
+from xdsl.ir import Block, BlockArgument, Operation, OpResult, Region, SSAValue, SSAValues
 from xdsl.pattern_rewriter import PatternRewriter
 from xdsl.rewriter import InsertPoint
 from xdsl.traits import is_side_effect_free
@@ -75,6 +80,17 @@ class FusionState:
     )
     _seq: itertools.count[int] = field(default_factory=itertools.count)
     cloned_constants: set[Operation] = field(default_factory=set[Operation])
+    _sizes: dict[GroupOp, int] = field(default_factory=dict[GroupOp, int])
+
+    def size(self, group: GroupOp) -> int:
+        """Ops in `group`'s body (its yield included), counted once per group."""
+        size = self._sizes.get(group)
+        if size is None:
+            size = self._sizes[group] = sum(1 for _ in group.body.block.ops)
+        return size
+
+    def grow(self, group: GroupOp, by: int) -> None:
+        self._sizes[group] = self.size(group) + by
 
     def position(self, op: Operation) -> int:
         """Topological index of `op` in its block (numbering the block on first use)."""
@@ -101,6 +117,14 @@ class FusionState:
 
     def forget(self, op: Operation) -> None:
         self._pos.pop(op, None)
+        if isinstance(op, GroupOp):
+            self._sizes.pop(op, None)
+
+    def note_user(self, value: SSAValue, op: Operation) -> None:
+        """`op` (already numbered) started reading `value`."""
+        heap = self._users.get(value)
+        if heap is not None:
+            heapq.heappush(heap, (self._pos[op], next(self._seq), op))
 
     def _heap(self, value: SSAValue, block: Block) -> list[tuple[int, int, Operation]]:
         heap = self._users.get(value)
@@ -115,6 +139,24 @@ class FusionState:
             self._users[value] = heap
         return heap
 
+    def first_user(self, value: SSAValue, block: Block) -> tuple[int, Operation] | None:
+        """The earliest op of `block` that uses `value`, with its position."""
+        heap = self._heap(value, block)
+        while heap:
+            pos, _, user = heap[0]
+            if user.parent_block() is block and self._pos.get(user) == pos:
+                return pos, user
+            heapq.heappop(heap)
+        return None
+
+    def next_consumer(self, group: GroupOp) -> Operation | None:
+        """The only op that may take `group` as a producer: one that no other user of
+        its outputs precedes, so the earliest user of any output."""
+        block = group.parent_block()
+        assert block is not None
+        firsts = [f for r in group.results if (f := self.first_user(r, block)) is not None]
+        return min(firsts, key=lambda f: f[0])[1] if firsts else None
+
     def has_user_before(self, value: SSAValue, consumer: Operation) -> bool:
         """Does an op other than `consumer` use `value` before `consumer`'s position?
         Such a use would have to read a group output defined after it: a cycle."""
@@ -127,8 +169,8 @@ class FusionState:
         while heap:
             entry = heap[0]
             user = entry[2]
-            if user.parent_block() is not block or self._pos.get(user) is None:
-                heapq.heappop(heap)  # stale: fused into a group or erased
+            if user.parent_block() is not block or self._pos.get(user) != entry[0]:
+                heapq.heappop(heap)  # stale: fused into a group, erased or moved
                 continue
             if user is consumer:
                 held.append(heapq.heappop(heap))
@@ -139,19 +181,9 @@ class FusionState:
             heapq.heappush(heap, entry)
         return found
 
-    def uses_outside(self, value: SSAValue, group: Operation) -> bool:
-        """Is `value` used by anything but `group` (or ops inside it)?"""
-        return any(
-            use.operation is not group and use.operation.parent_op() is not group
-            for use in value.uses
-        )
 
 
 # --------------------------------------------------------------------------- surgery
-
-
-def _input_map(group: GroupOp) -> dict[SSAValue, SSAValue]:
-    return dict(zip(group.inputs, group.body.block.args, strict=True))
 
 
 def distinct_inputs(values: Iterable[SSAValue]) -> list[SSAValue]:
@@ -188,50 +220,93 @@ def arg_count_after(
     return len(inputs) - dropped + added + n_out + extra_out
 
 
-def _clone_constant(
-    const: Operation, block: Block, anchor: Operation | None, state: FusionState
-) -> SSAValue:
+def _clone_constant(const: Operation, block: Block, anchor: Operation, state: FusionState) -> SSAValue:
     clone = const.clone()
-    if anchor is None:
-        block.add_op(clone)
-    else:
-        block.insert_op_before(clone, anchor)
+    block.insert_op_before(clone, anchor)
     state.cloned_constants.add(const)
+    state.grow(block.parent_op(), 1)  # pyright: ignore[reportArgumentType]
     return clone.results[0]
 
 
-def _inner_value(
-    v: SSAValue,
-    group: GroupOp,
-    inputs: dict[SSAValue, SSAValue],
-    anchor: Operation | None,
-    state: FusionState,
-) -> SSAValue:
-    """The value inside `group` standing for outer `v`, adding an argument if needed."""
-    inner = inputs.get(v)
-    if inner is not None:
+class _Inputs:
+    """A group's inputs while one fusion step edits them.
+
+    Arguments are added and dropped in a dict; `commit` then writes the operand list
+    and the block arguments once, so a step costs O(k) for k inputs instead of the
+    O(k) per added or dropped argument that `Block.insert_arg`/`erase_arg` and the
+    `operands` setter each cost.
+    """
+
+    def __init__(self, group: GroupOp, state: FusionState) -> None:
+        self.group = group
+        self.state = state
+        self.block = group.body.block
+        self.inner: dict[SSAValue, BlockArgument] = dict(
+            zip(group.inputs, self.block.args, strict=True)
+        )
+        self.order: list[SSAValue] = list(group.inputs)
+
+    def get(self, outer: SSAValue, anchor: Operation) -> SSAValue:
+        """The value inside the group standing for `outer`, adding an argument if
+        needed; scalar constants are cloned in before `anchor` instead."""
+        inner = self.inner.get(outer)
+        if inner is not None:
+            return inner
+        if isinstance(outer, OpResult) and is_scalar_constant(outer.op):
+            return _clone_constant(outer.op, self.block, anchor, self.state)
+        inner = BlockArgument(outer.type, self.block, len(self.order))
+        self.inner[outer] = inner
+        self.order.append(outer)
         return inner
-    if isinstance(v, OpResult) and is_scalar_constant(v.op):
-        return _clone_constant(v.op, group.body.block, anchor, state)
-    inner = group.body.block.insert_arg(v.type, len(group.body.block.args))
-    group.operands = [*group.operands, v]
-    inputs[v] = inner
-    heap = state._users.get(v)  # pyright: ignore[reportPrivateUsage]
-    if heap is not None:
-        heapq.heappush(heap, (state.position(group), next(state._seq), group))  # pyright: ignore[reportPrivateUsage]
-    return inner
+
+    def drop(self, outer: SSAValue, replacement: SSAValue) -> None:
+        """`outer` is now computed inside the group: its argument's uses read
+        `replacement`."""
+        self.inner.pop(outer).replace_all_uses_with(replacement)
+
+    def commit(self, order: Sequence[SSAValue] | None = None) -> None:
+        """Write the inputs back, in `order` (default: kept ones, then added ones)."""
+        inputs = [v for v in (self.order if order is None else order) if v in self.inner]
+        args = [self.inner[v] for v in inputs]
+        for i, arg in enumerate(args):
+            arg.index = i
+        # Block.insert_arg/erase_arg renumber the arguments on every call.
+        self.block._args = tuple(args)  # pyright: ignore[reportPrivateUsage]
+        before = set(self.group.operands)
+        self.group.operands = inputs
+        for v in inputs:
+            if v not in before:
+                self.state.note_user(v, self.group)
 
 
-def _drop_input(group: GroupOp, outer: SSAValue, replacement: SSAValue) -> None:
-    """`outer` is now computed inside the group: its argument reads `replacement`."""
-    block = group.body.block
-    idx = list(group.inputs).index(outer)
-    arg = block.args[idx]
-    arg.replace_all_uses_with(replacement)
-    block.erase_arg(arg)
-    ops = list(group.operands)
-    del ops[idx]
-    group.operands = ops
+def _own_results(op: Operation, results: Sequence[OpResult]) -> None:
+    """Make `results` (existing values, with their uses) the results of `op`.
+
+    Re-owning a value keeps every use of it valid, where making a new op and
+    calling `replace_all_uses_with` costs a step O(uses of all its outputs).
+    """
+    for i, r in enumerate(results):
+        r.op = op
+        r.index = i
+    op.results = SSAValues(results)
+
+
+def _grow_outputs(group: GroupOp, yielded: Sequence[SSAValue], results: Sequence[OpResult]) -> None:
+    """Append outputs to `group` in place: `yielded` inside, `results` outside."""
+    if not yielded:
+        return
+    yield_op = group.yield_op
+    yield_op.operands = [*yield_op.operands, *yielded]
+    _own_results(group, [*group.results, *results])
+
+
+def _revisit_consumer(group: GroupOp, rewriter: PatternRewriter, state: FusionState) -> None:
+    """A grown group may now fuse into a later op that tried it before; only its
+    first user can take it, so that op alone is queued again (queueing every user of
+    every output made a step cost O(uses) and the pass O(n^2))."""
+    consumer = state.next_consumer(group)
+    if consumer is not None:
+        rewriter.notify_op_modified(consumer)
 
 
 def wrap_in_group(op: Operation, rewriter: PatternRewriter, state: FusionState) -> GroupOp:
@@ -243,97 +318,123 @@ def wrap_in_group(op: Operation, rewriter: PatternRewriter, state: FusionState) 
     state.take_position(group, op)
     for old, new in zip(op.results, group.results, strict=True):
         rewriter.replace_all_uses_with(old, new)
-    mapping = _input_map(group)
     op.detach()
     state.forget(op)
     block.add_op(op)
-    op.operands = [_inner_value(v, group, mapping, op, state) for v in op.operands]
     block.add_op(YieldOp(*op.results))
+    state.grow(group, 0)
+    ins = _Inputs(group, state)
+    op.operands = [ins.get(v, op) for v in op.operands]
+    ins.commit()
     return group
-
-
-def _rebuild_with_outputs(
-    group: GroupOp,
-    new_outputs: Sequence[tuple[SSAValue, SSAValue]],
-    rewriter: PatternRewriter,
-    state: FusionState,
-) -> GroupOp:
-    """Groups cannot grow results in place: build one with `new_outputs` appended
-    (inner value, outer value whose outside uses read it) and retire the old one."""
-    if not new_outputs:
-        return group
-    yield_op = group.yield_op
-    yield_op.operands = [*yield_op.operands, *(inner for inner, _ in new_outputs)]
-    body = rewriter.move_region_contents_to_new_regions(group.body)
-    new = GroupOp(
-        list(group.inputs),
-        [*group.outputs.types, *(inner.type for inner, _ in new_outputs)],
-        body,
-    )
-    new.attributes |= group.attributes
-    rewriter.insert(new, InsertPoint.before(group))
-    state.take_position(new, group)
-    n_old = len(group.outputs)
-    for old, res in zip(group.outputs, new.results[:n_old], strict=True):
-        rewriter.replace_all_uses_with(old, res)
-    for (_, outer), res in zip(new_outputs, new.results[n_old:], strict=True):
-        rewriter.replace_uses_with_if(outer, res, lambda use: use.operation.parent_op() is not new)
-    state.forget(group)
-    rewriter.erase(group)
-    return new
 
 
 def absorb_op(
     group: GroupOp, producer: Operation, rewriter: PatternRewriter, state: FusionState
 ) -> GroupOp:
-    """Move `producer` to the top of `group`; its results used outside become outputs."""
+    """Move `producer` to the top of `group`; its results used outside become outputs
+    (only their uses are redirected)."""
     block = group.body.block
-    mapping = _input_map(group)
+    ins = _Inputs(group, state)
     anchor = block.first_op
+    assert anchor is not None
     producer.detach()
     state.forget(producer)
-    assert anchor is not None
     block.insert_op_before(producer, anchor)
-    producer.operands = [
-        _inner_value(v, group, mapping, producer, state) for v in producer.operands
-    ]
-    outputs: list[tuple[SSAValue, SSAValue]] = []
+    state.grow(group, 1)
+    producer.operands = [ins.get(v, producer) for v in producer.operands]
     for r in producer.results:
-        if r in mapping:
-            _drop_input(group, r, r)
-            mapping = _input_map(group)
-        if any(u.operation.parent_op() is not group for u in r.uses):
-            outputs.append((r, r))
+        if r in ins.inner:
+            ins.drop(r, r)
+    ins.commit()
+    escaping = [
+        r for r in producer.results if any(u.operation.parent_op() is not group for u in r.uses)
+    ]
+    outer = [OpResult(r.type, group, 0) for r in escaping]
+    _grow_outputs(group, escaping, outer)
+    for r, new in zip(escaping, outer, strict=True):
+        rewriter.replace_uses_with_if(r, new, lambda use: use.operation.parent_op() is not group)
     rewriter.notify_op_modified(group)
-    return _rebuild_with_outputs(group, outputs, rewriter, state)
+    _revisit_consumer(group, rewriter, state)
+    return group
 
 
 def merge_groups(
     group: GroupOp, producer: GroupOp, rewriter: PatternRewriter, state: FusionState
 ) -> GroupOp:
-    """Inline `producer`'s body at the top of `group` (which reads its outputs)."""
-    block = group.body.block
-    mapping = _input_map(group)
-    anchor = block.first_op
-    assert anchor is not None
-    pblock = producer.body.block
-    for outer, arg in zip(list(producer.inputs), list(pblock.args), strict=True):
-        arg.replace_all_uses_with(_inner_value(outer, group, mapping, anchor, state))
-    yielded = list(producer.yield_op.values)
-    for op in list(pblock.ops):
-        if isinstance(op, YieldOp):
-            continue
-        op.detach()
-        block.insert_op_before(op, anchor)
-    outputs: list[tuple[SSAValue, SSAValue]] = []
-    for outer, inner in zip(list(producer.outputs), yielded, strict=True):
-        if outer in mapping:
-            _drop_input(group, outer, inner)
-            mapping = _input_map(group)
-        if any(u.operation is not group for u in outer.uses):
-            outputs.append((inner, outer))
-    group = _rebuild_with_outputs(group, outputs, rewriter, state)
-    state.forget(producer)
-    rewriter.erase(producer, safe_erase=False)
-    rewriter.notify_op_modified(group)
-    return group
+    """Merge `producer` (an earlier group) into `group`: one group at `group`'s place
+    whose body is `producer`'s ops then `group`'s, reading `group`'s inputs then the
+    new ones, yielding `group`'s outputs then `producer`'s still used elsewhere.
+
+    The smaller body moves into the larger (union by size), so the pass moves each op
+    O(log n) times in all; a kept `producer` moves to `group`'s place, which is legal
+    as no use of its outputs lies between the two (`has_user_before`).
+    """
+    consumer_outputs = list(group.outputs)
+    consumer_inputs_ = list(group.inputs)
+    if state.size(producer) > state.size(group):
+        kept, gone = producer, group
+        ins = _Inputs(kept, state)
+        yield_op = kept.yield_op
+        inner_of = dict(zip(producer.outputs, yield_op.values, strict=True))
+        gone_block = gone.body.block
+        for outer, arg in zip(consumer_inputs_, gone_block.args, strict=True):
+            inner = inner_of.get(outer)
+            arg.replace_all_uses_with(inner if inner is not None else ins.get(outer, yield_op))
+        gone_yield = gone.yield_op
+        tail = list(gone_yield.values)
+        for op in list(gone_block.ops):
+            if op is not gone_yield:
+                op.detach()
+                kept.body.block.insert_op_before(op, yield_op)
+        in_consumer = set(consumer_inputs_)
+        order = [v for v in consumer_inputs_ if v not in inner_of]
+        order += [v for v in producer.inputs if v not in in_consumer]
+        escaping = [
+            (o, inner_of[o]) for o in producer.outputs if any(u.operation is not gone for u in o.uses)
+        ]
+        gone_yield.operands = []
+        gone.results = SSAValues()
+        yield_op.operands = [*tail, *(inner for _, inner in escaping)]
+        _own_results(kept, [*consumer_outputs, *(o for o, _ in escaping)])
+        kept.attributes = dict(gone.attributes)
+        outer_block = gone.parent_block()
+        assert outer_block is not None
+        kept.detach()
+        outer_block.insert_op_before(kept, gone)
+        state._pos[kept] = state.position(gone)  # pyright: ignore[reportPrivateUsage]
+        state.grow(kept, state.size(gone) - 1)
+        state.forget(gone)
+        rewriter.erase(gone, safe_erase=False)
+        ins.commit(order)
+        state.note_users(kept)
+    else:
+        kept, gone = group, producer
+        block = kept.body.block
+        ins = _Inputs(kept, state)
+        anchor = block.first_op
+        assert anchor is not None
+        pblock = gone.body.block
+        for outer, arg in zip(gone.inputs, pblock.args, strict=True):
+            arg.replace_all_uses_with(ins.get(outer, anchor))
+        gone_yield = gone.yield_op
+        yielded = list(gone_yield.values)
+        for op in list(pblock.ops):
+            if op is not gone_yield:
+                op.detach()
+                block.insert_op_before(op, anchor)
+        outs = list(gone.outputs)
+        for outer, inner in zip(outs, yielded, strict=True):
+            if outer in ins.inner:
+                ins.drop(outer, inner)
+        ins.commit()
+        escaping = [(o, i) for o, i in zip(outs, yielded, strict=True) if o.first_use is not None]
+        gone_yield.operands = []
+        gone.results = SSAValues()
+        _grow_outputs(kept, [i for _, i in escaping], [o for o, _ in escaping])
+        state.grow(kept, state.size(gone) - 1)
+        state.forget(gone)
+        rewriter.erase(gone, safe_erase=False)
+    rewriter.notify_op_modified(kept)
+    _revisit_consumer(kept, rewriter, state)
+    return kept

@@ -89,6 +89,26 @@ class KernelSignature:
     Argument order (cpu): begin, end, sizes[rank'], then for each operand and
     output: data pointer and strides[rank'], then the scalars. `rank'` is
     `max(rank, 1)`. On nvptx `begin, end` is replaced by the total element count.
+
+    nvptx launch ABI (`target="nvptx"`; the artifact's PTX `.entry` is named
+    `KernelArtifact.name`, for `cuModuleGetFunction`). `kernelParams[k]` points
+    at a host value of the listed PTX parameter type, in this order:
+
+    | parameter                       | PTX type    | value                                   |
+    |---------------------------------|-------------|-----------------------------------------|
+    | numel                           | .u64        | prod(sizes); 0 means nothing to do      |
+    | sizes[rank']                    | .u64 each   | the index space (rank 0: [1])           |
+    | per operand, then per output:   |             |                                         |
+    |   data                          | .u64 (.ptr) | device address of the view's element 0  |
+    |   strides[rank']                | .u64 each   | in elements, 0 on broadcast dims        |
+    | scalars (`scalars` order)       | f64: .f64, i64: .u64, i1: .u8 (0 or 1)                |
+
+    Element types are `OperandSpec.dtype` / `OutputSpec.dtype` (i1 is one
+    byte). Any 1-D launch is correct: each thread grid-strides over the
+    flattened row-major index `ctaid.x * ntid.x + tid.x` (64-bit) up to numel,
+    e.g. 256 threads and min(ceil(numel / 256), 32 * SMs) blocks; no shared
+    memory. Operands and outputs are `noalias`: an output must not overlap an
+    input (reads use the read-only `ld.global.nc` path).
     """
 
     rank: int
@@ -514,6 +534,11 @@ def build_loop_kernel(
             continue
         if op is body.last_op:
             break
+        if isinstance(op, arith.ConstantOp) and not isinstance(op.result.type, TensorType):
+            # A Python-scalar literal the fuser cloned into the group: same value and
+            # type as a scalar kernel argument would have.
+            vals[op.result] = b.add(arith.ConstantOp(op.value, op.result.type))
+            continue
         if not op.has_trait(aten.Pointwise):
             raise DiagnosticException(f"lower-group-to-loops: {op.name} is not pointwise")
         et = op.results[0].type.get_element_type()  # type: ignore[attr-defined]
@@ -591,12 +616,16 @@ def _cpu_loops(
 def _gpu_loop(
     e: _Emitter, total: SSAValue, sizes: Sequence[SSAValue]
 ) -> tuple[list[SSAValue], Levels]:
-    """A grid-stride loop over the flattened index, delinearized per iteration."""
-    i32 = IntegerType(32)
+    """A grid-stride loop over the flattened index, delinearized per iteration.
+
+    All index math is 64-bit: the special registers are 32-bit but
+    `ctaid * ntid` and the flat index overflow 32 bits on large tensors, so
+    they are widened (zero-extended: the registers are unsigned) first."""
+    i32, i64 = IntegerType(32), IntegerType(64)
 
     def sreg(reg: str) -> SSAValue:
         v = e.add(llvm.CallIntrinsicOp(f"llvm.nvvm.read.ptx.sreg.{reg}", [], [i32]))
-        return e.add(arith.IndexCastOp(v, INDEX))
+        return e.add(arith.IndexCastOp(e.add(arith.ExtUIOp(v, i64)), INDEX))
 
     tid, ntid, ctaid, nctaid = sreg("tid.x"), sreg("ntid.x"), sreg("ctaid.x"), sreg("nctaid.x")
     start = e.add(arith.AddiOp(e.add(arith.MuliOp(ctaid, ntid)), tid))

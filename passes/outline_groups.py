@@ -68,7 +68,7 @@ class OutlineGroup(RewritePattern):
         kernel.attributes["fusion.kernel"] = UnitAttr()
         anchor = parent if parent is not None else op
         rewriter.insert_op(kernel, InsertPoint.after(anchor))
-        rewriter.replace_op(op, LaunchOp(name, list(op.inputs), [r.type for r in op.outputs]))
+        rewriter.replace(op, LaunchOp(name, list(op.inputs), [r.type for r in op.outputs]))
 
 
 @dataclass(frozen=True)

@@ -26,11 +26,6 @@ FUSED_TOLERANCE = {
     torch.bfloat16: {"rtol": 5e-2, "atol": 2e-2},
 }
 
-PENDING_CONSTANTS = pytest.mark.xfail(
-    strict=False,
-    reason="pending in lower-group-to-loops (codegen): arith.constant cloned into a group "
-    "by `fuse` is rejected as 'not pointwise', so the group runs through PyTorch",
-)
 PENDING_CHUNK = pytest.mark.xfail(
     strict=False,
     reason="pending in fuse/codegen: chunk of a computed value inside a group (the "
@@ -174,7 +169,6 @@ def test_broadcast_python_scalar_and_zero_dim_tensor():
     check(fn, [torch.randn(4, 3), 3, torch.tensor(2.0, dtype=torch.float64)], launches=1)
 
 
-@PENDING_CONSTANTS
 def test_constants_in_the_graph():
     def fn(x):
         return torch.sigmoid(x * 2.0 + 1) - 0.5
