@@ -135,12 +135,12 @@ class PromoteMovableChunk(RewritePattern):
 class MoveProducerBelowBroadcastingChunk(RewritePattern):
     """Chunk a pointwise producer's operands instead of its result, and run it per piece.
 
-        %z = aten.sigmoid %x : tensor<8x64xf32> -> tensor<8x64xf32>
-        %z0, %z1, %b0, %b1 = fusion.broadcasting_chunk %z, %b chunks = 2 dim = -1 : ...
-        ->
-        %b0, %b1, %x0, %x1 = fusion.broadcasting_chunk %b, %x chunks = 2 dim = -1 : ...
-        %z0 = aten.sigmoid %x0 : tensor<8x32xf32> -> tensor<8x32xf32>
-        %z1 = aten.sigmoid %x1 : tensor<8x32xf32> -> tensor<8x32xf32>
+    %z = aten.sigmoid %x : tensor<8x64xf32> -> tensor<8x64xf32>
+    %z0, %z1, %b0, %b1 = fusion.broadcasting_chunk %z, %b chunks = 2 dim = -1 : ...
+    ->
+    %b0, %b1, %x0, %x1 = fusion.broadcasting_chunk %b, %x chunks = 2 dim = -1 : ...
+    %z0 = aten.sigmoid %x0 : tensor<8x32xf32> -> tensor<8x32xf32>
+    %z1 = aten.sigmoid %x1 : tensor<8x32xf32> -> tensor<8x32xf32>
     """
 
     @op_type_rewrite_pattern

@@ -32,8 +32,8 @@ from xdsl.pattern_rewriter import (
 class SplitLinearBias(RewritePattern):
     """`linear(x, w, b)` -> `linear(x, w) + b`.
 
-        %r = aten.linear %x, %w, %b : ... -> tensor<8x64xf32>
-        -> %m = aten.linear %x, %w : ... ; %r = aten.add %m, %b : ...
+    %r = aten.linear %x, %w, %b : ... -> tensor<8x64xf32>
+    -> %m = aten.linear %x, %w : ... ; %r = aten.add %m, %b : ...
     """
 
     @op_type_rewrite_pattern

@@ -37,9 +37,9 @@ from xdsl.pattern_rewriter import (
 class SplitBroadcastingChunk(RewritePattern):
     """One `aten.chunk` per spanning input; broadcast inputs stand for their pieces.
 
-        %x0, %x1, %c0, %c1 = fusion.broadcasting_chunk %x, %c chunks = 2 dim = -1
-            : tensor<8x64xf32>, tensor<8x1xf32> -> ...
-        -> %x0, %x1 = aten.chunk %x chunks = 2 dim = 1 : ... ; %c0, %c1 -> %c
+    %x0, %x1, %c0, %c1 = fusion.broadcasting_chunk %x, %c chunks = 2 dim = -1
+        : tensor<8x64xf32>, tensor<8x1xf32> -> ...
+    -> %x0, %x1 = aten.chunk %x chunks = 2 dim = 1 : ... ; %c0, %c1 -> %c
     """
 
     @op_type_rewrite_pattern

@@ -3,11 +3,10 @@ one kernel, and its results equal eager PyTorch."""
 
 from __future__ import annotations
 
+import fusec
 import pytest
 import torch
 import torch.nn.functional as F
-
-import fusec
 
 PIPELINE = "decompose,broadcasting-chunk,lower-broadcasting-chunk,fuse"
 
