@@ -130,7 +130,8 @@ def translate_to_llvm_ir(module: ModuleOp, target: str = "cpu") -> str:
 
 
 def _kernel_name(group: GroupOp, target: str) -> str:
-    text = str(group.body) + str(group.outputs.types) + target
+    # Every sm_XX shares one name: the LLVM IR does not depend on the arch.
+    text = str(group.body) + str(group.outputs.types) + ("cpu" if target == "cpu" else "nvptx")
     return "fusec_" + hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -144,8 +145,7 @@ def is_gpu_target(target: str) -> bool:
 
 def kernel_llvm_ir(group: GroupOp, target: str = "cpu") -> tuple[str, str, KernelSignature]:
     """(kernel name, unoptimized LLVM IR text, signature) of one group: the
-    target-independent half of `build_kernel` (for GPUs it is the same for
-    every `sm_XX` but the name, which includes the target)."""
+    arch-independent half of `build_kernel` (the same for every `sm_XX`)."""
     if target != "cpu" and not is_gpu_target(target):
         raise ValueError(f"build_kernel: unknown target '{target}' (expected 'cpu' or 'sm_XX')")
     name = _kernel_name(group, target)

@@ -4,8 +4,10 @@ Each is a `-p` pipeline string, so `fusec-opt --fuse x.mlir` is exactly
 `fusec-opt -p <FUSE_PIPELINE> x.mlir`.
 """
 
-FUSE_PIPELINE = "fuse"
-"""The default fusion pipeline (the fusion passes fill it in)."""
+FUSE_PIPELINE = "decompose,broadcasting-chunk,lower-broadcasting-chunk,fuse"
+"""The default fusion pipeline: split biases out of linear/addmm, move chunks above
+their pointwise producers (as the seeds' BroadcastingChunk) and lower what is left
+to per-operand chunks, then fuse."""
 
 EMIT_PIPELINES: dict[str, tuple[str, str]] = {}
 """`--emit` stage -> (passes to append after the user's pipeline, output target)."""

@@ -26,11 +26,6 @@ FUSED_TOLERANCE = {
     torch.bfloat16: {"rtol": 5e-2, "atol": 2e-2},
 }
 
-PENDING_CHUNK = pytest.mark.xfail(
-    strict=False,
-    reason="pending in fuse/codegen: chunk of a computed value inside a group (the "
-    "broadcasting-chunk rewrite) is not lowered yet, so the group runs through PyTorch",
-)
 
 
 def check(fn, args, launches=None, **tol):
@@ -72,7 +67,6 @@ def test_lstm_cell_matches_eager():
     check(lstm_cell, lstm_args())
 
 
-@PENDING_CHUNK
 def test_lstm_cell_is_one_kernel():
     check(lstm_cell, lstm_args(), launches=1)
 
