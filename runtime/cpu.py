@@ -14,12 +14,10 @@ from concurrent.futures import ThreadPoolExecutor
 import torch
 from fusec.codegen import KernelArtifact, KernelSignature
 from fusec.llvm_jit import JitModule
+from fusec.torch_ops import TORCH_DTYPES as ELEMENT_TO_TORCH
 
-TORCH_DTYPES: dict[str, torch.dtype] = {
-    "f32": torch.float32, "f64": torch.float64, "f16": torch.float16,
-    "bf16": torch.bfloat16, "i1": torch.bool, "i8": torch.int8, "i16": torch.int16,
-    "i32": torch.int32, "i64": torch.int64,
-}  # fmt: skip
+TORCH_DTYPES: dict[str, torch.dtype] = {str(k): v for k, v in ELEMENT_TO_TORCH.items()}
+"""Kernel signatures name dtypes as element type strings (`f32`, `i1`, ...)."""
 _SCALAR_CTYPES = {"f64": ctypes.c_double, "i64": ctypes.c_int64, "i1": ctypes.c_bool}
 _MIN_PARALLEL_ELEMENTS = 1 << 15
 

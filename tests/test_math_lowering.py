@@ -16,6 +16,7 @@ import math
 import llvmlite.binding as llvm
 import pytest
 import torch
+from fusec.llvm_jit import host_target_machine
 from fusec.passes.convert_math_to_llvm import ConvertMathToLLVMPass
 from xdsl.backend.llvm.convert import convert_module
 from xdsl.context import Context
@@ -99,21 +100,9 @@ def lower(source: str) -> ModuleOp:
     return module
 
 
-@functools.cache
-def _target_machine() -> llvm.TargetMachine:
-    llvm.initialize_native_target()
-    llvm.initialize_native_asmprinter()
-    target = llvm.Target.from_default_triple()
-    return target.create_target_machine(
-        cpu=llvm.get_host_cpu_name(),
-        features=llvm.get_host_cpu_features().flatten(),
-        opt=3,
-    )
-
-
 def optimize(module: ModuleOp) -> llvm.ModuleRef:
     """xDSL llvm dialect -> llvmlite module optimized at O3 for this host."""
-    tm = _target_machine()
+    tm = host_target_machine()
     ir = convert_module(module, fallback_target_triple=llvm.get_process_triple())
     ref = llvm.parse_assembly(str(ir))
     ref.verify()
@@ -133,7 +122,7 @@ _ENGINES: list[llvm.ExecutionEngine] = []  # keep JITted code alive
 @functools.cache
 def compiled(op: str, dtype: torch.dtype, arity: int):
     ref = optimize(lower(kernel_source(op, MLIR_TYPE[dtype], arity)))
-    engine = llvm.create_mcjit_compiler(ref, _target_machine())
+    engine = llvm.create_mcjit_compiler(ref, host_target_machine())
     engine.finalize_object()
     _ENGINES.append(engine)
     addr = engine.get_function_address("kernel")

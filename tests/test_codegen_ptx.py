@@ -1,0 +1,269 @@
+"""Generated GPU kernels: every group the host tests (tests/test_codegen.py) run
+is compiled to PTX for sm_80 and sm_90 and assembled to a cubin.
+
+No GPU is needed, and none is used: nothing here launches a kernel. The PTX is
+checked structurally instead (the documented launch ABI, a 64-bit grid-stride
+loop, libdevice inlined, no call to an undefined function, half types widened
+to f32). The case tables are test_codegen's own, so a new host case is a new
+GPU case. Each (family, arch) is one PTX module (`build_gpu_kernels`): libdevice
+is linked and the module optimized and assembled once, not once per kernel.
+
+Skips only when no CUDA toolchain exists at all; with the `cuda` extra installed
+a missing tool fails (test_ptx's `_toolchain_or_skip`).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+import torch
+from fusec.codegen import KernelArtifact, build_gpu_kernels, build_kernel
+from fusec.dialects import inference as inf
+from fusec.dialects.fusion import GroupOp
+from fusec.ptx import assemble_ptx
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, StringAttr
+
+
+def _sibling(name: str) -> ModuleType:
+    """A test module next to this one (pytest's importlib mode keeps tests/ off sys.path)."""
+    key = f"_fusec_tests_{name}"
+    if key not in sys.modules:
+        spec = importlib.util.spec_from_file_location(key, Path(__file__).with_name(f"{name}.py"))
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[key] = module
+        spec.loader.exec_module(module)
+    return sys.modules[key]
+
+
+cpu = _sibling("test_codegen")
+ARCHS = _sibling("test_ptx").ARCHS
+
+
+def _params(test: Callable[..., None], argname: str) -> list:
+    """The values `test` is parametrized with for `argname` (the host test's own list)."""
+    for mark in getattr(test, "pytestmark", []):
+        if mark.name == "parametrize" and mark.args[0] == argname:
+            return list(mark.args[1])
+    raise LookupError(f"{test.__name__} is not parametrized over {argname}")
+
+
+def _toolchain_or_skip() -> None:
+    _sibling("test_ptx")._toolchain_or_skip()
+
+
+Case = tuple[str, GroupOp]
+
+
+def _unary() -> list[Case]:
+    cases = []
+    for op, (_, dtypes, positive) in sorted(cpu.UNARY.items()):
+        for dt in [d for d in cpu.ALL if d in dtypes]:
+            x = cpu.sample(dt, (5, 37), positive)
+            cases.append((f"{op}-{dt}", cpu.make_group([x], lambda b, a, op=op: getattr(b, op)(a))))
+    return cases
+
+
+def _binary() -> list[Case]:
+    cases = []
+    for op, (_, dtypes) in sorted(cpu.BINARY.items()):
+        for dt in [d for d in cpu.ALL if d in dtypes]:
+            a, c = cpu.sample(dt, (4, 1, 6)), cpu.sample(dt, (3, 1))
+            body = lambda b, x, y, op=op: getattr(b, op)(x, y)  # noqa: E731
+            cases.append((f"{op}-{dt}", cpu.make_group([a, c], body)))
+    return cases
+
+
+def _casts() -> list[Case]:
+    return [
+        (f"{src}->{dst}", cpu.make_group([cpu.sample(src, (33,))], lambda b, a, d=dst: b.ToOp(a, cpu.DT[d])))
+        for src in _params(cpu.test_casts, "src")
+        for dst in _params(cpu.test_casts, "dst")
+    ]  # fmt: skip
+
+
+def _mixed() -> list[Case]:
+    """Promotion, Python scalars, rounding division."""
+    cases = []
+    for lhs, rhs in _params(cpu.test_promotion, "dtypes"):
+        a, c = cpu.sample(lhs, (7, 9)), cpu.sample(rhs, (9,))
+        body = lambda b, x, y: [b.MulOp(x, y), b.AddOp(x, y)]  # noqa: E731
+        cases.append((f"promote-{lhs}-{rhs}", cpu.make_group([a, c], body)))
+    for dt in _params(cpu.test_python_scalars, "dtype"):
+        for s in _params(cpu.test_python_scalars, "scalar"):
+            x = cpu.sample(dt, (3, 8))
+            cases.append((f"scalar-{dt}-{s!r}", cpu.make_group([x, s], lambda b, a, t: b.MulOp(a, t))))
+    for dt in _params(cpu.test_rounding_division, "dtype"):
+        for mode in _params(cpu.test_rounding_division, "mode"):
+            a, c = cpu.sample(dt, (64,)), cpu.sample(dt, (64,))
+            body = lambda b, x, y, m=mode: b.DivOp(x, y, rounding_mode=StringAttr(m))  # noqa: E731
+            cases.append((f"div-{mode}-{dt}", cpu.make_group([a, c], body)))
+    return cases
+
+
+def _special() -> list[Case]:
+    """The host tests' one-off groups: NaN semantics, parametrised ops, where,
+    the LSTM cell tail, 0-d and views of inputs."""
+    f32, i64 = cpu.sample(torch.float32, (6, 10)), inf.I64
+    cases = [
+        ("lstm-tail", cpu.make_group([cpu.sample(torch.float32, (8, 64)),
+                                      cpu.sample(torch.float32, (8, 16))], cpu.lstm_body)),
+        ("nan-inf", cpu.make_group(
+            [f32, f32],
+            lambda b, x, y: [b.MaximumOp(x, y), b.MinimumOp(x, y), b.ReluOp(x),
+                             b.ClampOp(x, min=FloatAttr(-1.0, inf.F64), max=FloatAttr(0.5, inf.F64)),
+                             b.NeOp(x, y), b.EqOp(x, y)])),
+        ("parametrised", cpu.make_group(
+            [f32],
+            lambda b, a: [b.LeakyReluOp(a, negative_slope=FloatAttr(0.2, inf.F64)),
+                          b.GeluOp(a), b.GeluOp(a, approximate=StringAttr("tanh")),
+                          b.AddOp(a, a, alpha=IntegerAttr(3, i64))])),
+        ("clamp-int", cpu.make_group(
+            [cpu.sample(torch.int64, (9,))],
+            lambda b, a: b.ClampOp(a, min=IntegerAttr(-3, i64), max=IntegerAttr(4, i64)))),
+        ("where", cpu.make_group(
+            [cpu.sample(torch.bool, (4, 5)), cpu.sample(torch.float16, (5,)),
+             cpu.sample(torch.float32, (4, 1))],
+            lambda b, x, y, z: b.WhereOp(x, y, z))),
+        ("exp-mul", cpu.make_group([f32, f32], lambda b, a, c: b.MulOp(b.ExpOp(a), c))),
+        ("zero-dim", cpu.make_group([torch.tensor(1.5), torch.tensor(-2.0)],
+                                    lambda b, a, c: b.AddOp(b.SinOp(a), c))),
+        ("zero-dim-bcast", cpu.make_group([torch.tensor(3.0), cpu.sample(torch.float32, (2, 3))],
+                                          lambda b, a, c: b.MulOp(a, c))),
+        ("narrow", cpu.make_group(
+            [f32], lambda b, a: b.NegOp(b.NarrowOp(a, dim=IntegerAttr(1, i64),
+                                                  start=IntegerAttr(2, i64),
+                                                  length=IntegerAttr(3, i64))))),
+        ("transpose-slice", cpu.make_group([f32], _transpose_slice)),
+        ("tanh-scalar", cpu.make_group([cpu.sample(torch.float32, (1 << 10,)), 0.5],
+                                       lambda b, a, s: b.TanhOp(b.MulOp(a, s)))),
+    ]  # fmt: skip
+    return cases
+
+
+def _transpose_slice(b, a):
+    i64 = inf.I64
+    t = b.TransposeOp(a, dim0=IntegerAttr(0, i64), dim1=IntegerAttr(1, i64))
+    s = b.SliceOp(t, dim=IntegerAttr(1, i64), start=IntegerAttr(0, i64),
+                  end=IntegerAttr(1, i64), step=IntegerAttr(1, i64))  # fmt: skip
+    return b.AddOp(t, s)
+
+
+FAMILIES: dict[str, Callable[[], list[Case]]] = {
+    "unary": _unary, "binary": _binary, "casts": _casts, "mixed": _mixed, "special": _special,
+}  # fmt: skip
+
+
+# ----------------------------------------------------------------- PTX checks
+
+_ENTRY = re.compile(r"\.visible \.entry (\w+)\(\n(.*?)\n\)\n\{(.*?)\n\}", re.S)
+_SCALAR_PARAM = {"f64": ".f64", "i64": ".u64", "i1": ".u8"}
+_HALF_ARITH = re.compile(r"\b(add|sub|mul|fma|div|ex2|max|min)(\.\w+)*\.b?f16(x2)?\b")
+
+
+def expected_params(art: KernelArtifact) -> list[str]:
+    """The `.param` types the signature's documented launch ABI promises."""
+    sig = art.signature
+    n = sig.loop_rank
+    params = [".u64"] * (1 + n)  # numel, sizes
+    for _ in range(len(sig.operands) + len(sig.outputs)):
+        params += [".u64 .ptr"] + [".u64"] * n  # data, strides
+    return params + [_SCALAR_PARAM[dt] for _, dt in sig.scalars]
+
+
+def entries(ptx: str) -> dict[str, tuple[list[str], str]]:
+    """kernel name -> (its parameter types, its body)."""
+    out = {}
+    for name, params, body in _ENTRY.findall(ptx):
+        types = [re.sub(r"\s+\.align \d+", "", p.strip().rsplit(" ", 1)[0])[len(".param ") :]
+                 for p in params.split(",\n")]  # fmt: skip
+        out[name] = (types, body)
+    return out
+
+
+def check_module(ptx: str, arts: list[KernelArtifact], arch: str) -> None:
+    assert f".target {arch}" in ptx and ".address_size 64" in ptx
+    # libdevice linked and inlined; whatever is still called is defined here
+    assert "__nv_" not in ptx and "__nvvm_reflect" not in ptx and ".extern" not in ptx
+    defined = set(re.findall(r"^\.func\s+(?:\([^)]*\)\s*)?(\w+)\(", ptx, re.M))
+    called = set(re.findall(r"call(?:\.uni)?\s+(?:\([^)]*\),\s*)?(\w+)", ptx))
+    assert called <= defined, f"calls to undefined functions: {called - defined}"
+    found = entries(ptx)
+    for art in arts:
+        assert art.name in found, f"no .entry {art.name}"
+        params, body = found[art.name]
+        assert params == expected_params(art), (art.name, params)
+        # grid-stride loop over a 64-bit flat index: all four special registers
+        # read, the thread's start `ctaid * ntid` widened before it can overflow
+        for reg in ("%tid.x", "%ntid.x", "%ctaid.x", "%nctaid.x"):
+            assert reg in body, (art.name, reg)
+        assert re.search(r"mul\.wide\.u32\s+%rd\d+, %r\d+, %r\d+;", body), art.name
+        assert re.search(r"setp\.\w+\.[su]64\s", body), art.name  # index < numel in 64 bits
+        halves = {o.dtype for o in art.signature.operands} & {"f16", "bf16"}
+        if halves:
+            assert "ld.global.nc.b16" in body or "ld.global.b16" in body, art.name
+            assert not _HALF_ARITH.search(body), (art.name, _HALF_ARITH.search(body))
+        if "f16" in halves:
+            assert "cvt.f32.f16" in body, art.name
+        if "bf16" in halves:  # f32 is bf16 << 16: exact
+            assert re.search(r"shl\.b32\s+%r\d+, %r\d+, 16;|cvt\.f32\.bf16", body), art.name
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_family_assembles(family: str, arch: str) -> None:
+    _toolchain_or_skip()
+    cases = FAMILIES[family]()
+    arts = build_gpu_kernels([g for _, g in cases], arch)
+    assert len({a.name for a in arts}) == len(cases)  # distinct groups, distinct kernels
+    ptx = arts[0].code.decode()
+    assert all(a.code is arts[0].code and a.target == arch for a in arts)
+    check_module(ptx, arts, arch)
+    cubin = assemble_ptx(ptx, arch)
+    assert cubin[:4] == b"\x7fELF" and len(cubin) > 1000
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90", "sm_86"])
+def test_build_kernel_one_group(arch: str) -> None:
+    _toolchain_or_skip()
+    group = cpu.make_group([cpu.sample(torch.float32, (8, 64)), cpu.sample(torch.float32, (8, 16))],
+                           cpu.lstm_body)  # fmt: skip
+    art = build_kernel(group, arch)
+    assert art.target == arch and art.signature.target == "nvptx"
+    ptx = art.code.decode()
+    assert len(entries(ptx)) == 1
+    check_module(ptx, [art], arch)
+    assert assemble_ptx(ptx, arch)[:4] == b"\x7fELF"
+    # the LLVM IR is arch-independent, so is the kernel's name
+    if arch != "sm_80":
+        assert build_kernel(group, "sm_80").name == art.name
+
+
+def test_checks_can_fail() -> None:
+    """The structural checks reject a kernel that breaks the ABI or calls out."""
+    _toolchain_or_skip()
+    group = cpu.make_group([cpu.sample(torch.float16, (4, 5))], lambda b, a: b.ExpOp(a))
+    art = build_kernel(group, "sm_80")
+    ptx = art.code.decode()
+    check_module(ptx, [art], "sm_80")
+    broken = [
+        ptx.replace(".param .u64 .ptr", ".param .u32 .ptr", 1),
+        ptx.replace("cvt.f32.f16", "mov.b16", 1),
+        ptx.replace("ret;", "call.uni __nv_expf;\n\tret;", 1),
+        ptx.replace("%nctaid.x", "%r0", 1),
+    ]
+    for text in broken:
+        with pytest.raises(AssertionError):
+            check_module(text, [art], "sm_80")
+
+
+def test_unknown_target_is_rejected() -> None:
+    group = cpu.make_group([cpu.sample(torch.float32, (3,))], lambda b, a: b.ExpOp(a))
+    with pytest.raises(ValueError, match="sm_XX"):
+        build_kernel(group, "gfx90a")
