@@ -54,6 +54,7 @@ def _ptx_target() -> type[Target]:
 
         def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
             from fusec.codegen import is_gpu_target, translate_to_llvm_ir
+            from fusec.cuda_toolchain import CudaToolchainError
             from fusec.ptx import emit_ptx
             from xdsl.dialects import llvm
             from xdsl.utils.exceptions import DiagnosticException
@@ -63,7 +64,12 @@ def _ptx_target() -> type[Target]:
             funcs = [op.clone() for op in module.ops if isinstance(op, llvm.FuncOp)]
             kernels = [f.sym_name.data for f in funcs if f.body.blocks]
             ir = translate_to_llvm_ir(ModuleOp(funcs), self.arch)
-            print(emit_ptx(ir, self.arch, kernel_names=kernels), file=output, end="")
+            try:
+                ptx = emit_ptx(ir, self.arch, kernel_names=kernels)
+            except CudaToolchainError as e:
+                # A missing libdevice is a usage problem, not an internal error.
+                raise DiagnosticException(f"ptx target: {e}") from None
+            print(ptx, file=output, end="")
 
     return PTXTarget
 

@@ -105,13 +105,23 @@ class FuseProducerIntoConsumer(RewritePattern):
         block = op.parent_block()
         if block is None or in_group(op) or not is_consumer(op):
             return
-        producers = {
-            v.op: None for v in op.operands if isinstance(v, OpResult) and v.op.parent is block
-        }
+        retry = self.state.producers_to_retry(op)
+        if retry == []:
+            return
+        # Producers are found among the inputs: scalar constants are never producers.
         inputs = consumer_inputs(op)
+        if retry is None:
+            producers = {
+                v.op: None for v in inputs if isinstance(v, OpResult) and v.op.parent is block
+            }
+        else:
+            producers = {
+                p: None for p in retry if p.parent is block and any(r in inputs for r in p.results)
+            }
         for producer in sorted(producers, key=self.state.position, reverse=True):
             if try_fuse(op, producer, rewriter, self.state, inputs):
                 return
+        self.state.scanned(op)
 
 
 @dataclass
@@ -189,7 +199,10 @@ class FusePass(ModulePass):
         if self.horizontal:
             patterns.append(FuseSiblingsHorizontally(state))
         PatternRewriteWalker(
-            GreedyRewritePatternApplier(patterns), walk_reverse=True, apply_recursively=True
+            GreedyRewritePatternApplier(patterns),
+            walk_reverse=True,
+            apply_recursively=True,
+            post_walk_func=lambda _region, _listener: state.new_walk() or False,
         ).rewrite_module(op)
         self._clean_up(op, state)
 

@@ -82,6 +82,39 @@ class FusionState:
     cloned_constants: set[Operation] = field(default_factory=set[Operation])
     _sizes: dict[GroupOp, int] = field(default_factory=dict[GroupOp, int])
 
+    _version: dict[Operation, int] = field(default_factory=dict[Operation, int])
+    _scanned: dict[Operation, int] = field(default_factory=dict[Operation, int])
+    _hints: dict[Operation, dict[Operation, None]] = field(
+        default_factory=dict[Operation, dict[Operation, None]]
+    )
+
+    def changed(self, group: Operation) -> None:
+        """`group`'s inputs or outputs changed: its next match scans all producers."""
+        self._version[group] = self._version.get(group, 0) + 1
+
+    def hint(self, consumer: Operation, producer: Operation) -> None:
+        """`producer` changed since `consumer` last failed to fuse anything."""
+        self._hints.setdefault(consumer, {})[producer] = None
+
+    def producers_to_retry(self, consumer: Operation) -> list[Operation] | None:
+        """None: scan every producer. Otherwise `consumer` is unchanged since a scan
+        in this walk fused nothing, and only the producers changed since can fuse
+        now (a group at the argument limit would otherwise be rescanned, k tries of
+        O(k) each, on every step that grows one of its producers)."""
+        if self._scanned.get(consumer) != self._version.get(consumer, 0):
+            return None
+        return list(self._hints.pop(consumer, {}))
+
+    def scanned(self, consumer: Operation) -> None:
+        self._scanned[consumer] = self._version.get(consumer, 0)
+        self._hints.pop(consumer, None)
+
+    def new_walk(self) -> None:
+        """Each walk of the fixpoint loop scans every consumer again, so fusions made
+        possible by other changes (a user that moved away) are still found."""
+        self._scanned.clear()
+        self._hints.clear()
+
     def size(self, group: GroupOp) -> int:
         """Ops in `group`'s body (its yield included), counted once per group."""
         size = self._sizes.get(group)
@@ -182,7 +215,6 @@ class FusionState:
         return found
 
 
-
 # --------------------------------------------------------------------------- surgery
 
 
@@ -220,7 +252,9 @@ def arg_count_after(
     return len(inputs) - dropped + added + n_out + extra_out
 
 
-def _clone_constant(const: Operation, block: Block, anchor: Operation, state: FusionState) -> SSAValue:
+def _clone_constant(
+    const: Operation, block: Block, anchor: Operation, state: FusionState
+) -> SSAValue:
     clone = const.clone()
     block.insert_op_before(clone, anchor)
     state.cloned_constants.add(const)
@@ -245,6 +279,7 @@ class _Inputs:
             zip(group.inputs, self.block.args, strict=True)
         )
         self.order: list[SSAValue] = list(group.inputs)
+        self.dirty = False
 
     def get(self, outer: SSAValue, anchor: Operation) -> SSAValue:
         """The value inside the group standing for `outer`, adding an argument if
@@ -255,6 +290,7 @@ class _Inputs:
         if isinstance(outer, OpResult) and is_scalar_constant(outer.op):
             return _clone_constant(outer.op, self.block, anchor, self.state)
         inner = BlockArgument(outer.type, self.block, len(self.order))
+        self.dirty = True
         self.inner[outer] = inner
         self.order.append(outer)
         return inner
@@ -263,9 +299,12 @@ class _Inputs:
         """`outer` is now computed inside the group: its argument's uses read
         `replacement`."""
         self.inner.pop(outer).replace_all_uses_with(replacement)
+        self.dirty = True
 
     def commit(self, order: Sequence[SSAValue] | None = None) -> None:
         """Write the inputs back, in `order` (default: kept ones, then added ones)."""
+        if order is None and not self.dirty:
+            return
         inputs = [v for v in (self.order if order is None else order) if v in self.inner]
         args = [self.inner[v] for v in inputs]
         for i, arg in enumerate(args):
@@ -304,8 +343,10 @@ def _revisit_consumer(group: GroupOp, rewriter: PatternRewriter, state: FusionSt
     """A grown group may now fuse into a later op that tried it before; only its
     first user can take it, so that op alone is queued again (queueing every user of
     every output made a step cost O(uses) and the pass O(n^2))."""
+    state.changed(group)
     consumer = state.next_consumer(group)
     if consumer is not None:
+        state.hint(consumer, group)
         rewriter.notify_op_modified(consumer)
 
 
@@ -326,6 +367,7 @@ def wrap_in_group(op: Operation, rewriter: PatternRewriter, state: FusionState) 
     ins = _Inputs(group, state)
     op.operands = [ins.get(v, op) for v in op.operands]
     ins.commit()
+    _revisit_consumer(group, rewriter, state)
     return group
 
 
@@ -391,7 +433,9 @@ def merge_groups(
         order = [v for v in consumer_inputs_ if v not in inner_of]
         order += [v for v in producer.inputs if v not in in_consumer]
         escaping = [
-            (o, inner_of[o]) for o in producer.outputs if any(u.operation is not gone for u in o.uses)
+            (o, inner_of[o])
+            for o in producer.outputs
+            if any(u.operation is not gone for u in o.uses)
         ]
         gone_yield.operands = []
         gone.results = SSAValues()

@@ -670,7 +670,7 @@ class LowerKernelFunc(RewritePattern):
         fn, _ = build_loop_kernel(
             op.sym_name.data, op.body.block, op.function_type.outputs.data, self.target
         )
-        rewriter.replace_op(op, fn)
+        rewriter.replace(op, fn)
 
 
 @dataclass(frozen=True)

@@ -23,11 +23,11 @@ from types import ModuleType
 
 import pytest
 import torch
-from fusec.codegen import KernelArtifact, build_gpu_kernels, build_kernel
+from fusec.codegen import KernelArtifact, build_gpu_kernels, build_kernel, kernel_llvm_ir
 from fusec.dialects import inference as inf
 from fusec.dialects.fusion import GroupOp
 from fusec.ptx import assemble_ptx
-from xdsl.dialects.builtin import FloatAttr, IntegerAttr, StringAttr
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, StringAttr, TensorType
 
 
 def _sibling(name: str) -> ModuleType:
@@ -98,7 +98,9 @@ def _mixed() -> list[Case]:
     for dt in _params(cpu.test_python_scalars, "dtype"):
         for s in _params(cpu.test_python_scalars, "scalar"):
             x = cpu.sample(dt, (3, 8))
-            cases.append((f"scalar-{dt}-{s!r}", cpu.make_group([x, s], lambda b, a, t: b.MulOp(a, t))))
+            cases.append(
+                (f"scalar-{dt}-{s!r}", cpu.make_group([x, s], lambda b, a, t: b.MulOp(a, t)))
+            )
     for dt in _params(cpu.test_rounding_division, "dtype"):
         for mode in _params(cpu.test_rounding_division, "mode"):
             a, c = cpu.sample(dt, (64,)), cpu.sample(dt, (64,))
@@ -164,7 +166,12 @@ FAMILIES: dict[str, Callable[[], list[Case]]] = {
 
 _ENTRY = re.compile(r"\.visible \.entry (\w+)\(\n(.*?)\n\)\n\{(.*?)\n\}", re.S)
 _SCALAR_PARAM = {"f64": ".f64", "i64": ".u64", "i1": ".u8"}
-_HALF_ARITH = re.compile(r"\b(add|sub|mul|fma|div|ex2|max|min)(\.\w+)*\.b?f16(x2)?\b")
+_HALF_OP = re.compile(r"^\s*(?:@%p\d+\s+)?([a-z0-9]+)((?:\.\w+)*)\.(b?f16(?:x2)?)\s", re.M)
+_EXACT_HALF_OPS = {"cvt", "setp", "selp", "abs", "neg", "add", "sub", "mul", "max", "min"}
+"""What LLVM may narrow an f32 computation on widened halves back to: a single
+correctly rounded add/sub/mul of two halves equals the f32 result rounded
+(f32 has >= 2p+2 bits), compares/abs/neg are exact. No fma, division or
+transcendental may run at half precision."""
 
 
 def expected_params(art: KernelArtifact) -> list[str]:
@@ -185,6 +192,23 @@ def entries(ptx: str) -> dict[str, tuple[list[str], str]]:
                  for p in params.split(",\n")]  # fmt: skip
         out[name] = (types, body)
     return out
+
+
+def check_widening(ir: str) -> None:
+    """In the LLVM IR the lowering emits, every f16/bf16 value is loaded and at
+    once widened to float, and only ever produced by a narrowing for a store."""
+    half = r"(?:half|bfloat)"
+    loads = re.findall(rf"(%\S+) = load {half}, ", ir)
+    for v in loads:
+        uses = re.findall(rf"^.*{re.escape(v)}(?=[,\s)]|$).*$", ir, re.M)[1:]
+        assert uses and all(re.search(rf"fpext {half} {re.escape(v)} to float", u) for u in uses), (
+            uses
+        )
+    for line in ir.splitlines():
+        if re.search(rf"\b{half}\b", line) and "=" in line:
+            assert re.search(
+                rf"load {half}|fpext {half}|fptrunc float .* to {half}|getelementptr", line
+            ), line
 
 
 def check_module(ptx: str, arts: list[KernelArtifact], arch: str) -> None:
@@ -208,11 +232,8 @@ def check_module(ptx: str, arts: list[KernelArtifact], arch: str) -> None:
         halves = {o.dtype for o in art.signature.operands} & {"f16", "bf16"}
         if halves:
             assert "ld.global.nc.b16" in body or "ld.global.b16" in body, art.name
-            assert not _HALF_ARITH.search(body), (art.name, _HALF_ARITH.search(body))
-        if "f16" in halves:
-            assert "cvt.f32.f16" in body, art.name
-        if "bf16" in halves:  # f32 is bf16 << 16: exact
-            assert re.search(r"shl\.b32\s+%r\d+, %r\d+, 16;|cvt\.f32\.bf16", body), art.name
+        for op, mods, ty in _HALF_OP.findall(body):
+            assert op in _EXACT_HALF_OPS and ".approx" not in mods, (art.name, op + mods + ty)
 
 
 @pytest.mark.parametrize("arch", ARCHS)
@@ -225,6 +246,11 @@ def test_family_assembles(family: str, arch: str) -> None:
     ptx = arts[0].code.decode()
     assert all(a.code is arts[0].code and a.target == arch for a in arts)
     check_module(ptx, arts, arch)
+    if arch == ARCHS[0]:  # the LLVM IR is the same for every arch
+        for _, group in cases:
+            if {"f16", "bf16"} & {str(t.get_element_type()) for t in group.body.block.arg_types
+                                  if isinstance(t, TensorType)}:  # fmt: skip
+                check_widening(kernel_llvm_ir(group, arch)[1])
     cubin = assemble_ptx(ptx, arch)
     assert cubin[:4] == b"\x7fELF" and len(cubin) > 1000
 
@@ -254,13 +280,17 @@ def test_checks_can_fail() -> None:
     check_module(ptx, [art], "sm_80")
     broken = [
         ptx.replace(".param .u64 .ptr", ".param .u32 .ptr", 1),
-        ptx.replace("cvt.f32.f16", "mov.b16", 1),
+        re.sub(r"ex2\.approx\.ftz\.f32(\s)", r"ex2.approx.f16\1", ptx, count=1),
         ptx.replace("ret;", "call.uni __nv_expf;\n\tret;", 1),
         ptx.replace("%nctaid.x", "%r0", 1),
     ]
     for text in broken:
         with pytest.raises(AssertionError):
             check_module(text, [art], "sm_80")
+    ir = kernel_llvm_ir(group, "sm_80")[1]
+    check_widening(ir)
+    with pytest.raises(AssertionError):
+        check_widening(re.sub(r"fpext half (%\S+) to float", r"fadd half \1, \1", ir, count=1))
 
 
 def test_unknown_target_is_rejected() -> None:

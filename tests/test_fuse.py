@@ -91,3 +91,60 @@ def test_random_graphs_stay_valid_and_keep_their_ops() -> None:
             assert len(group.inputs) + len(group.outputs) <= 6, seed
             assert sum(1 for op in body if op.name.startswith("aten.")) >= 2, seed
             assert not any(op.name == "aten.opaque" for op in body), seed
+
+
+def _fan_out_lattice(n: int) -> tuple[ModuleOp, Operation]:
+    """`n` ops: a root read by n/2 products, summed by a tree of adds (as the scaling
+    benchmark's wide fan-out), followed by a width-4 diamond lattice over the sum."""
+    block = Block(arg_types=[T] * 5)
+    root = ExpOp(block.args[0])
+    block.add_op(root)
+    leaves: list[SSAValue] = []
+    for i in range(n // 4):
+        op = MulOp(root.result, block.args[1 + i % 4])
+        block.add_op(op)
+        leaves.append(op.result)
+    while len(leaves) > 1:
+        nxt: list[SSAValue] = []
+        for a, b in zip(leaves[::2], leaves[1::2], strict=False):
+            op = AddOp(a, b)
+            block.add_op(op)
+            nxt.append(op.result)
+        leaves = nxt + leaves[len(nxt) * 2 :]
+    layer = [leaves[0], *block.args[1:4]]
+    for _ in range(n // 8):
+        layer = [AddOp(layer[j], layer[(j + 1) % 4]).result for j in range(4)]
+        for v in layer:
+            block.add_op(v.owner)  # pyright: ignore[reportArgumentType]
+    block.add_op(ReturnOp(layer[0], root.result))
+    return ModuleOp([FuncOp("f", ((T,) * 5, (T, T)), Region(block))]), root
+
+
+def test_large_fan_out_and_lattice_fuse_correctly() -> None:
+    module, root = _fan_out_lattice(2000)
+    n_ops = sum(1 for op in module.walk() if op.name.startswith("aten."))
+    FusePass().apply(_ctx(), module)
+    module.verify()  # dominance holds: no cycles, every use after its definition
+    groups = _groups(module)
+    func = next(op for op in module.walk() if isinstance(op, FuncOp))
+    top = [op for op in func.body.block.ops if op.name.startswith("aten.")]
+    assert top == []  # every pointwise op joined a group
+    for group in groups:
+        assert len(group.inputs) + len(group.outputs) <= 128
+        assert isinstance(group.body.block.last_op, YieldOp)
+        for arg, value in zip(group.body.block.args, group.inputs, strict=True):
+            assert arg.type == value.type
+            assert arg.uses  # no dead arguments left behind by merges
+        for out in group.outputs:
+            assert out.uses  # outputs are made only for values used outside
+    # The root is computed once, inside a group, and still reaches the return.
+    assert root.parent_op() in groups
+    ret = func.body.block.last_op
+    assert isinstance(ret, ReturnOp)
+    assert all(isinstance(v.owner, GroupOp) for v in ret.arguments)
+    # Nothing was lost (CSE only merges the tree's equal products and sums).
+    inside = sum(1 for op in module.walk() if op.name.startswith("aten."))
+    assert 0 < inside <= n_ops
+    assert {op.name for g in groups for op in g.body.block.ops} >= {
+        "aten.exp", "aten.mul", "aten.add", "fusion.yield",
+    }  # fmt: skip

@@ -48,3 +48,19 @@ func.func @h(%a: tensor<16xf16>) -> tensor<16xf16> {
   %1 = aten.neg %0 : tensor<16xf16> -> tensor<16xf16>
   func.return %1 : tensor<16xf16>
 }
+
+// -----
+
+// One module using an intrinsic (floor) at f32 and f64: each call is declared
+// with its mangled type (xDSL's translation alone would declare one `llvm.floor`).
+// CHECK-DAG:   .visible .entry two_group0(
+// CHECK-DAG:   .visible .entry two_group1(
+// CHECK-DAG:   cvt.rmi.f32.f32
+// CHECK-DAG:   cvt.rmi.f64.f64
+func.func @two(%a: tensor<4xf32>, %b: tensor<4xf64>) -> (tensor<4xf32>, tensor<4xf64>) {
+  %0 = aten.div %a, %a rounding_mode = "floor" : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  %1 = aten.exp %0 : tensor<4xf32> -> tensor<4xf32>
+  %2 = aten.div %b, %b rounding_mode = "floor" : tensor<4xf64>, tensor<4xf64> -> tensor<4xf64>
+  %3 = aten.exp %2 : tensor<4xf64> -> tensor<4xf64>
+  func.return %1, %3 : tensor<4xf32>, tensor<4xf64>
+}
