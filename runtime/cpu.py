@@ -5,6 +5,7 @@ cores (ctypes releases the GIL, so threads run the kernel in parallel over
 from __future__ import annotations
 
 import ctypes
+import functools
 import math
 import os
 import threading
@@ -13,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import torch
 from fusec.codegen import KernelArtifact, KernelSignature
+from fusec.dialects.inference import broadcast_shapes
 from fusec.llvm_jit import JitModule
 from fusec.torch_ops import TORCH_DTYPES as ELEMENT_TO_TORCH
 
@@ -25,8 +27,10 @@ _pool_lock = threading.Lock()
 _pool: ThreadPoolExecutor | None = None
 
 
+@functools.cache
 def num_threads() -> int:
-    """Threads the CPU executor splits kernels over (`FUSEC_NUM_THREADS` or all cores)."""
+    """Threads the CPU executor splits kernels over (`FUSEC_NUM_THREADS` or all cores),
+    read once: it sits on the per-call path."""
     return int(os.environ.get("FUSEC_NUM_THREADS", 0)) or (os.cpu_count() or 1)
 
 
@@ -71,12 +75,22 @@ def apply_views(t: torch.Tensor, views: Sequence[tuple[object, ...]]) -> torch.T
     return t
 
 
+def broadcast_strides(t: torch.Tensor, space: Sequence[int]) -> list[int]:
+    """`t.expand(space).stride()` without building the view: broadcast dims get 0."""
+    lead = len(space) - t.dim()
+    strides = [0] * lead
+    for size, stride, full in zip(t.shape, t.stride(), space[lead:], strict=True):
+        strides.append(0 if size == 1 and full != 1 else stride)
+    return strides
+
+
 def output_shapes(
     sig: KernelSignature, operands: Sequence[torch.Tensor]
 ) -> tuple[tuple[int, ...], list[tuple[int, ...]]]:
     """The index space and the output shapes for these (viewed) operands:
     broadcasting of the operands, statically size-1 output dims stay 1."""
-    space = list(torch.broadcast_shapes(*(o.shape for o in operands))) if operands else []
+    # The dialect's pure-Python broadcast is several times cheaper than torch's here.
+    space = list(broadcast_shapes(*(o.shape for o in operands)))
     space = [1] * (sig.rank - len(space)) + space
     for out in sig.outputs:
         lead = sig.rank - len(out.static_shape)
@@ -119,7 +133,7 @@ class CpuKernel:
         mid: list[object] = list(loop_space)
         for t in (*operands, *outs):
             mid.append(t.data_ptr())
-            mid += t.expand(space).stride() if space else [0]
+            mid += broadcast_strides(t, space) if space else [0]
         tail = [inputs[i] for i, _ in sig.scalars]
         n0 = loop_space[0]
         chunks = min(num_threads(), n0)
