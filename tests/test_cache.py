@@ -17,23 +17,9 @@ import torch
 from fusec.dialects.fusion import GroupOp
 from fusec.runtime import cache as cache_mod
 from fusec.runtime.cache import KernelCache, decode_entry, encode_entry
+from reference_models import lstm_tail as tail
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-@pytest.fixture(autouse=True)
-def cache_dir(tmp_path, monkeypatch) -> Path:
-    d = tmp_path / "cache"
-    monkeypatch.setenv("FUSEC_CACHE_DIR", str(d))
-    cache_mod.reset()
-    yield d
-    cache_mod.reset()
-
-
-def tail(gates, cx):
-    i, f, g, o = gates.chunk(4, 1)
-    cy = torch.sigmoid(f) * cx + torch.sigmoid(i) * torch.tanh(g)
-    return torch.sigmoid(o) * torch.tanh(cy), cy
 
 
 def lstm_unrolled(xs, h, c, w, b):

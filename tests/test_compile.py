@@ -9,23 +9,9 @@ import fusec
 import pytest
 import torch
 import torch.fx
-from fusec.runtime import cache as cache_mod
 from fusec.runtime.cache import KernelCache
+from reference_models import lstm_tail as tail
 from torch import nn
-
-
-@pytest.fixture(autouse=True)
-def _fresh_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("FUSEC_CACHE_DIR", str(tmp_path / "cache"))
-    cache_mod.reset()
-    yield
-    cache_mod.reset()
-
-
-def tail(gates, cx):
-    i, f, g, o = gates.chunk(4, 1)
-    cy = torch.sigmoid(f) * cx + torch.sigmoid(i) * torch.tanh(g)
-    return torch.sigmoid(o) * torch.tanh(cy), cy
 
 
 def assert_same(got, want, **tol):

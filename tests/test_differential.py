@@ -8,16 +8,7 @@ import fusec
 import pytest
 import torch
 import torch.nn.functional as F
-from fusec.runtime import cache as cache_mod
-
-
-@pytest.fixture(autouse=True)
-def _fresh_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("FUSEC_CACHE_DIR", str(tmp_path / "cache"))
-    cache_mod.reset()
-    yield
-    cache_mod.reset()
-
+from reference_models import lstm_cell
 
 # A fused kernel computes a chain of f16/bf16 ops in f32 and rounds once, where
 # eager rounds after every op: the two differ by a few ulps of the narrow type.
@@ -47,15 +38,6 @@ def check(fn, args, launches=None, **tol):
     if launches is not None:
         assert f.launches_per_call == launches, f.last.program.describe()
     return f
-
-
-def lstm_cell(x, hx, cx, w_ih, w_hh, b_ih, b_hh):
-    gates = torch.mm(x, w_ih.t()) + torch.mm(hx, w_hh.t()) + b_ih + b_hh
-    i, f, g, o = gates.chunk(4, 1)
-    i, f, g, o = torch.sigmoid(i), torch.sigmoid(f), torch.tanh(g), torch.sigmoid(o)
-    cy = f * cx + i * g
-    hy = o * torch.tanh(cy)
-    return hy, cy
 
 
 def lstm_args(b=8, i=12, h=16, dtype=torch.float32):

@@ -13,19 +13,11 @@ import torch
 import torch.nn.functional as F
 from fusec.dialects import aten
 from fusec.importer import Const, Ret, import_fx, trace
+from reference_models import lstm_cell
 from torch import nn
 from xdsl.dialects import arith, func
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def lstm_cell(x, hx, cx, w_ih, w_hh, b_ih, b_hh):
-    gates = torch.mm(x, w_ih.t()) + torch.mm(hx, w_hh.t()) + b_ih + b_hh
-    i, f, g, o = gates.chunk(4, 1)
-    i, f, g, o = torch.sigmoid(i), torch.sigmoid(f), torch.tanh(g), torch.sigmoid(o)
-    cy = f * cx + i * g
-    hy = o * torch.tanh(cy)
-    return hy, cy
 
 
 def lstm_inputs(b: int = 3, i: int = 5, h: int = 4) -> list[torch.Tensor]:
