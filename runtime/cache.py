@@ -173,24 +173,28 @@ class KernelCache:
 
     # ------------------------------------------------------------------ lookup
 
+    def _known(self, key: str) -> tuple[bool, Any | None]:
+        """(settled, kernel): a kernel in memory (a hit), or a build that already
+        failed (None); call with `self._lock` held."""
+        kernel = self._memory.get(key)
+        if kernel is not None:
+            self.stats.memory_hits += 1
+            return True, kernel
+        return key in self._failed, None
+
     def kernel_for(self, group: GroupOp, target: str = "cpu") -> Any | None:
         key = self.key(group, target)
         with self._lock:
-            kernel = self._memory.get(key)
-            if kernel is not None:
-                self.stats.memory_hits += 1
+            settled, kernel = self._known(key)
+            if settled:
                 return kernel
-            if key in self._failed:
-                return None
             key_lock = self._key_locks.setdefault(key, threading.Lock())
         with key_lock:
+            # Another thread may have built it while this one waited for the key.
             with self._lock:
-                kernel = self._memory.get(key)
-                if kernel is not None:
-                    self.stats.memory_hits += 1
+                settled, kernel = self._known(key)
+                if settled:
                     return kernel
-                if key in self._failed:
-                    return None
             try:
                 kernel = self._load_or_build(key, group, target)
             except Exception as e:  # noqa: BLE001 - any build failure falls back to torch
