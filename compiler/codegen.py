@@ -62,12 +62,7 @@ class KernelArtifact:
 
 
 def _math_pass(target: str) -> str:
-    from fusec.passes import FUSEC_PASSES
-
-    if "convert-math-to-llvm" in FUSEC_PASSES:
-        return f"convert-math-to-llvm{{target={'cpu' if target == 'cpu' else 'nvptx'}}}"
-    # Stopgap until the vectorizable math lowering lands.
-    return "convert-math-to-libm"
+    return f"convert-math-to-llvm{{target={'cpu' if target == 'cpu' else 'nvptx'}}}"
 
 
 def llvm_pipeline(target: str = "cpu") -> str:
