@@ -71,7 +71,7 @@ def to_llvm(value: SSAValue, rewriter: PatternRewriter) -> SSAValue:
     if isinstance(value.owner, UnrealizedConversionCastOp) and value.owner.inputs[0].type == target:
         return value.owner.inputs[0]
     cast = UnrealizedConversionCastOp.get([value], [target])
-    rewriter.insert_op(cast)
+    rewriter.insert(cast)
     return cast.results[0]
 
 

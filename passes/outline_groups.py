@@ -67,7 +67,7 @@ class OutlineGroup(RewritePattern):
         )
         kernel.attributes["fusion.kernel"] = UnitAttr()
         anchor = parent if parent is not None else op
-        rewriter.insert_op(kernel, InsertPoint.after(anchor))
+        rewriter.insert(kernel, InsertPoint.after(anchor))
         rewriter.replace(op, LaunchOp(name, list(op.inputs), [r.type for r in op.outputs]))
 
 
