@@ -48,7 +48,7 @@ from xdsl.dialects.builtin import (
     TensorType,
     UnitAttr,
 )
-from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, Operation, OpResult, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     PatternRewriter,
@@ -83,6 +83,18 @@ class OutputSpec:
 
 
 @dataclass(frozen=True)
+class CatExit:
+    """A concat exit (`fuse-concat-exits`): group result `result` (in yield order)
+    is the concatenation along `dim` of kernel outputs `parts`, all of one shape.
+    The runtime allocates the result once and hands the kernel `narrow` views of it
+    as those outputs, so the kernel itself only ever writes part-shaped tensors."""
+
+    result: int
+    dim: int
+    parts: tuple[int, ...]
+
+
+@dataclass(frozen=True)
 class KernelSignature:
     """Plain-data description of a kernel's arguments (picklable).
 
@@ -109,6 +121,11 @@ class KernelSignature:
     e.g. 256 threads and min(ceil(numel / 256), 32 * SMs) blocks; no shared
     memory. Operands and outputs are `noalias`: an output must not overlap an
     input (reads use the read-only `ld.global.nc` path).
+
+    `outputs` are the tensors the kernel writes; the group returns the same ones
+    unless there are `exits`: each `CatExit` turns its `parts` into one result,
+    and the outputs in no exit fill the other result positions in order
+    (`fusec.runtime.operands.prepare` does this for every executor).
     """
 
     rank: int
@@ -117,6 +134,7 @@ class KernelSignature:
     scalars: tuple[tuple[int, str], ...]
     outputs: tuple[OutputSpec, ...]
     target: str = "cpu"
+    exits: tuple[CatExit, ...] = ()
 
     @property
     def loop_rank(self) -> int:
@@ -371,7 +389,9 @@ def emit_pointwise(e: _Emitter, op: Operation, args: Sequence[SSAValue]) -> SSAV
                 k0 = e.const(math.sqrt(2.0 / math.pi), ct)
                 k1 = e.const(0.044715, ct)
                 cube = e.add(arith.MulfOp(x, e.add(arith.MulfOp(x, x))))
-                inner = e.add(arith.MulfOp(k0, e.add(arith.AddfOp(x, e.add(arith.MulfOp(k1, cube))))))
+                inner = e.add(
+                    arith.MulfOp(k0, e.add(arith.AddfOp(x, e.add(arith.MulfOp(k1, cube)))))
+                )
                 t = e.add(mathd.TanhOp(inner))
             else:
                 t = e.add(mathd.ErfOp(e.add(arith.MulfOp(x, e.const(math.sqrt(0.5), ct)))))
@@ -471,13 +491,60 @@ def _check_dtype(t: Attribute) -> None:
         raise DiagnosticException(f"lower-group-to-loops: dtype {t} is not supported")
 
 
+_CAT_NOT_EXIT = (
+    "lower-group-to-loops: aten.cat inside a group must be an exit "
+    "(its result used only by fusion.yield)"
+)
+
+
+def _exit_outputs(
+    body: Block, result_types: Sequence[Attribute]
+) -> tuple[list[SSAValue], list[Attribute], list[CatExit]]:
+    """The values the kernel writes and their types, and the group's cat exits.
+
+    A yielded `aten.cat` is written part by part: each part is an output of its
+    own, of the part's shape in the cat's dtype (the store casts, as `torch.cat`
+    promotes), so the index space stays the parts' shape."""
+    term = body.last_op
+    assert term is not None
+    values: list[SSAValue] = []
+    types: list[Attribute] = []
+    exits: list[CatExit] = []
+    for k, (v, t) in enumerate(zip(term.operands, result_types, strict=True)):
+        cat = v.op if isinstance(v, OpResult) else None
+        if not isinstance(cat, aten.CatOp) or cat.parent_block() is not body:
+            values.append(v)
+            types.append(t)
+            continue
+        if any(u.operation is not term for u in cat.result.uses):
+            raise DiagnosticException(_CAT_NOT_EXIT)
+        part_types = [p.type for p in cat.inputs]
+        shapes = {tuple(pt.get_shape()) for pt in part_types}  # type: ignore[attr-defined]
+        if len(shapes) != 1:
+            raise DiagnosticException(
+                "lower-group-to-loops: the parts of a cat exit must have one shape"
+            )
+        assert isinstance(t, TensorType)
+        (shape,) = shapes
+        dim = inf.normalize_dim(cat.dim.value.data, len(shape))
+        parts: list[int] = []
+        for p in cat.inputs:
+            parts.append(len(values))
+            values.append(p)
+            types.append(TensorType(t.get_element_type(), shape))
+        exits.append(CatExit(k, dim, tuple(parts)))
+    return values, types, exits
+
+
 def build_loop_kernel(
     name: str, body: Block, result_types: Sequence[Attribute], target: str = "cpu"
 ) -> tuple[func.FuncOp, KernelSignature]:
     """Builds the loop-level kernel of a group body (block args = group inputs,
     terminator yields the outputs), and its plain-data signature."""
     plan = _plan(body)
-    outs = [t for t in result_types]
+    out_values, outs, exits = _exit_outputs(body, result_types)
+    yielded = body.last_op.operands if body.last_op is not None else ()
+    exit_cats = {yielded[e.result].owner for e in exits}
     rank = max([t.get_num_dims() for t in outs if isinstance(t, TensorType)], default=0)
     lrank = max(rank, 1)
     gpu = target != "cpu"
@@ -534,6 +601,10 @@ def build_loop_kernel(
             continue
         if op is body.last_op:
             break
+        if op in exit_cats:  # written part by part below
+            continue
+        if isinstance(op, aten.CatOp):
+            raise DiagnosticException(_CAT_NOT_EXIT)
         if isinstance(op, arith.ConstantOp) and not isinstance(op.result.type, TensorType):
             # A Python-scalar literal the fuser cloned into the group: same value and
             # type as a scalar kernel argument would have.
@@ -546,7 +617,7 @@ def build_loop_kernel(
         vals[op.results[0]] = emit_pointwise(b, op, [vals[o] for o in op.operands])
     term = body.last_op
     assert term is not None
-    for k, (v, t) in enumerate(zip(term.operands, outs, strict=True)):
+    for k, (v, t) in enumerate(zip(out_values, outs, strict=True)):
         et = t.get_element_type()  # type: ignore[attr-defined]
         val = b.cast(vals[v], compute_type(et))
         if et in (F16, BF16):
@@ -569,6 +640,7 @@ def build_loop_kernel(
         scalars=tuple(plan.scalars),
         outputs=tuple(out_specs),
         target=target,
+        exits=tuple(exits),
     )
     return fn, sig
 
@@ -642,7 +714,9 @@ def _gpu_loop(
     return ivs, [(loop, le.ops)]
 
 
-def _linear_offset(ops: list[Operation], ivs: Sequence[SSAValue], strides: Sequence[SSAValue]) -> SSAValue:
+def _linear_offset(
+    ops: list[Operation], ivs: Sequence[SSAValue], strides: Sequence[SSAValue]
+) -> SSAValue:
     le = _Emitter(ops)
     off = le.add(arith.MuliOp(ivs[0], strides[0]))
     for iv, s in zip(ivs[1:], strides[1:], strict=True):
@@ -682,4 +756,6 @@ class LowerGroupToLoopsPass(ModulePass):
     target: str = "cpu"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        PatternRewriteWalker(LowerKernelFunc(self.target), apply_recursively=False).rewrite_module(op)
+        PatternRewriteWalker(LowerKernelFunc(self.target), apply_recursively=False).rewrite_module(
+            op
+        )

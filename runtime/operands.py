@@ -94,8 +94,40 @@ def prepare(
     buffer)."""
     operands = [apply_views(inputs[s.input], s.views) for s in sig.operands]  # type: ignore[arg-type]
     space, shapes = output_shapes(sig, operands)
+    if sig.exits:
+        outs, results = _exit_outputs(sig, shapes, device)
+        return operands, space, outs, results
     outs = [
         torch.empty(shape, dtype=TORCH_DTYPES[o.dtype], device=device)
         for shape, o in zip(shapes, sig.outputs, strict=True)
     ]
     return operands, space, outs, outs
+
+
+def _exit_outputs(
+    sig: KernelSignature, shapes: Sequence[tuple[int, ...]], device: torch.device | str
+) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+    """Outputs and results of a kernel with cat exits: each cat's result is allocated
+    once and its parts are `narrow` views of it (the kernel writes the slices in
+    place), the other outputs are allocated as usual (`CatExit`)."""
+    outs: list[torch.Tensor | None] = [None] * len(sig.outputs)
+    exit_results: dict[int, torch.Tensor] = {}
+    for ex in sig.exits:
+        part = shapes[ex.parts[0]]
+        size = part[ex.dim]
+        full = (*part[: ex.dim], size * len(ex.parts), *part[ex.dim + 1 :])
+        dtype = TORCH_DTYPES[sig.outputs[ex.parts[0]].dtype]
+        buf = torch.empty(full, dtype=dtype, device=device)
+        for k, p in enumerate(ex.parts):
+            outs[p] = buf.narrow(ex.dim, k * size, size)
+        exit_results[ex.result] = buf
+    plain: list[torch.Tensor] = []
+    for i, (shape, o) in enumerate(zip(shapes, sig.outputs, strict=True)):
+        if outs[i] is None:
+            t = torch.empty(shape, dtype=TORCH_DTYPES[o.dtype], device=device)
+            outs[i] = t
+            plain.append(t)
+    n_results = len(plain) + len(exit_results)
+    rest = iter(plain)
+    results = [exit_results[r] if r in exit_results else next(rest) for r in range(n_results)]
+    return outs, results  # type: ignore[return-value]

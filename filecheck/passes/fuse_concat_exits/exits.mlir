@@ -1,0 +1,137 @@
+// RUN: fusec-opt %s --split-input-file -p fuse-concat-exits | filecheck %s
+
+// The cat joins the group as its exit; its dim is normalized, the parts stop
+// being outputs of their own.
+// CHECK-LABEL: func.func @exit
+// CHECK-SAME:    (%[[A:.*]]: tensor<4x3xf32>)
+// CHECK-NEXT:    %[[C:.*]] = fusion.group (%[[X:.*]] = %[[A]]) : (tensor<4x3xf32>) -> (tensor<4x6xf32>) {
+// CHECK-NEXT:      %[[E:.*]] = aten.exp %[[X]]
+// CHECK-NEXT:      %[[N:.*]] = aten.neg %[[X]]
+// CHECK-NEXT:      %[[CAT:.*]] = aten.cat %[[E]], %[[N]] dim = 1 : tensor<4x3xf32>, tensor<4x3xf32> -> tensor<4x6xf32>
+// CHECK-NEXT:      fusion.yield %[[CAT]] : tensor<4x6xf32>
+// CHECK-NEXT:    }
+// CHECK-NEXT:    func.return %[[C]]
+func.func @exit(%a: tensor<4x3xf32>) -> tensor<4x6xf32> {
+  %r:2 = fusion.group (%x = %a) : (tensor<4x3xf32>) -> (tensor<4x3xf32>, tensor<4x3xf32>) {
+    %0 = aten.exp %x : tensor<4x3xf32> -> tensor<4x3xf32>
+    %1 = aten.neg %x : tensor<4x3xf32> -> tensor<4x3xf32>
+    fusion.yield %0, %1 : tensor<4x3xf32>, tensor<4x3xf32>
+  }
+  %c = aten.cat %r#0, %r#1 dim = -1 : tensor<4x3xf32>, tensor<4x3xf32> -> tensor<4x6xf32>
+  func.return %c : tensor<4x6xf32>
+}
+
+// -----
+
+// A part with users besides the cat stays an output (before the cat), and so
+// does an output the cat does not read; the group keeps its place, ahead of a
+// user that sat between it and the cat.
+// CHECK-LABEL: func.func @part_used_elsewhere
+// CHECK-NEXT:    %[[N:.*]], %[[ABS:.*]], %[[C:.*]] = fusion.group
+// CHECK-SAME:      -> (tensor<4x3xf32>, tensor<4x3xf32>, tensor<4x9xf32>)
+// CHECK:           %[[CAT:.*]] = aten.cat %{{.*}}, %{{.*}}, %{{.*}} dim = 1
+// CHECK-NEXT:      fusion.yield %{{.*}}, %{{.*}}, %[[CAT]]
+// CHECK-NEXT:    }
+// CHECK-NEXT:    %[[K:.*]] = aten.relu %[[N]]
+// CHECK-NEXT:    func.return %[[C]], %[[ABS]], %[[K]]
+func.func @part_used_elsewhere(%a: tensor<4x3xf32>) -> (tensor<4x9xf32>, tensor<4x3xf32>, tensor<4x3xf32>) {
+  %r:3 = fusion.group (%x = %a) : (tensor<4x3xf32>) -> (tensor<4x3xf32>, tensor<4x3xf32>, tensor<4x3xf32>) {
+    %0 = aten.exp %x : tensor<4x3xf32> -> tensor<4x3xf32>
+    %1 = aten.neg %x : tensor<4x3xf32> -> tensor<4x3xf32>
+    %2 = aten.abs %x : tensor<4x3xf32> -> tensor<4x3xf32>
+    fusion.yield %0, %1, %2 : tensor<4x3xf32>, tensor<4x3xf32>, tensor<4x3xf32>
+  }
+  %k = aten.relu %r#1 : tensor<4x3xf32> -> tensor<4x3xf32>
+  %c = aten.cat %r#0, %r#1, %r#0 dim = 1 : tensor<4x3xf32>, tensor<4x3xf32>, tensor<4x3xf32> -> tensor<4x9xf32>
+  func.return %c, %r#2, %k : tensor<4x9xf32>, tensor<4x3xf32>, tensor<4x3xf32>
+}
+
+// -----
+
+// Parts of different dtypes: the exit's dtype is the promoted one.
+// CHECK-LABEL: func.func @promote
+// CHECK:         aten.cat %{{.*}}, %{{.*}} dim = 0 : tensor<4xf32>, tensor<4xi1> -> tensor<8xf32>
+// CHECK-NEXT:    fusion.yield %{{.*}} : tensor<8xf32>
+func.func @promote(%a: tensor<4xf32>) -> tensor<8xf32> {
+  %r:2 = fusion.group (%x = %a) : (tensor<4xf32>) -> (tensor<4xf32>, tensor<4xi1>) {
+    %0 = aten.exp %x : tensor<4xf32> -> tensor<4xf32>
+    %1 = aten.gt %x, %0 : tensor<4xf32>, tensor<4xf32> -> tensor<4xi1>
+    fusion.yield %0, %1 : tensor<4xf32>, tensor<4xi1>
+  }
+  %c = aten.cat %r#0, %r#1 dim = 0 : tensor<4xf32>, tensor<4xi1> -> tensor<8xf32>
+  func.return %c : tensor<8xf32>
+}
+
+// -----
+
+// Negative: the parts come from two different groups.
+// CHECK-LABEL: func.func @two_groups
+// CHECK:         fusion.group
+// CHECK:         fusion.group
+// CHECK:         }
+// CHECK-NEXT:    %[[C:.*]] = aten.cat
+// CHECK-NEXT:    func.return %[[C]]
+func.func @two_groups(%a: tensor<4xf32>) -> tensor<8xf32> {
+  %p = fusion.group (%x = %a) : (tensor<4xf32>) -> (tensor<4xf32>) {
+    %0 = aten.exp %x : tensor<4xf32> -> tensor<4xf32>
+    fusion.yield %0 : tensor<4xf32>
+  }
+  %q = fusion.group (%x = %a) : (tensor<4xf32>) -> (tensor<4xf32>) {
+    %0 = aten.neg %x : tensor<4xf32> -> tensor<4xf32>
+    fusion.yield %0 : tensor<4xf32>
+  }
+  %c = aten.cat %p, %q dim = 0 : tensor<4xf32>, tensor<4xf32> -> tensor<8xf32>
+  func.return %c : tensor<8xf32>
+}
+
+// -----
+
+// Negative: parts of different shapes are not one index space.
+// CHECK-LABEL: func.func @different_shapes
+// CHECK:         fusion.yield %{{.*}}, %{{.*}} : tensor<4x1xf32>, tensor<4x3xf32>
+// CHECK-NEXT:    }
+// CHECK-NEXT:    %[[C:.*]] = aten.cat
+// CHECK-NEXT:    func.return %[[C]]
+func.func @different_shapes(%a: tensor<4x1xf32>, %b: tensor<4x3xf32>) -> tensor<4x4xf32> {
+  %r:2 = fusion.group (%x = %a, %y = %b) : (tensor<4x1xf32>, tensor<4x3xf32>) -> (tensor<4x1xf32>, tensor<4x3xf32>) {
+    %0 = aten.exp %x : tensor<4x1xf32> -> tensor<4x1xf32>
+    %1 = aten.mul %0, %y : tensor<4x1xf32>, tensor<4x3xf32> -> tensor<4x3xf32>
+    fusion.yield %0, %1 : tensor<4x1xf32>, tensor<4x3xf32>
+  }
+  %c = aten.cat %r#0, %r#1 dim = 1 : tensor<4x1xf32>, tensor<4x3xf32> -> tensor<4x4xf32>
+  func.return %c : tensor<4x4xf32>
+}
+
+// -----
+
+// Negative: one part is not a group output.
+// CHECK-LABEL: func.func @non_group_part
+// CHECK:         }
+// CHECK-NEXT:    %[[C:.*]] = aten.cat %{{.*}}, %{{.*}} dim = 0
+// CHECK-NEXT:    func.return %[[C]]
+func.func @non_group_part(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<8xf32> {
+  %p = fusion.group (%x = %a) : (tensor<4xf32>) -> (tensor<4xf32>) {
+    %0 = aten.exp %x : tensor<4xf32> -> tensor<4xf32>
+    fusion.yield %0 : tensor<4xf32>
+  }
+  %c = aten.cat %p, %b dim = 0 : tensor<4xf32>, tensor<4xf32> -> tensor<8xf32>
+  func.return %c : tensor<8xf32>
+}
+
+// -----
+
+// Negative: a cat already inside a group, whose result the group uses, is left
+// alone (`lower-group-to-loops` rejects it, see invalid.mlir).
+// CHECK-LABEL: func.func @used_inside
+// CHECK:         %[[CAT:.*]] = aten.cat
+// CHECK-NEXT:    %[[T:.*]] = aten.tanh %[[CAT]]
+// CHECK-NEXT:    fusion.yield %[[T]]
+func.func @used_inside(%a: tensor<4xf32>) -> tensor<8xf32> {
+  %r = fusion.group (%x = %a) : (tensor<4xf32>) -> (tensor<8xf32>) {
+    %0 = aten.exp %x : tensor<4xf32> -> tensor<4xf32>
+    %1 = aten.cat %0, %x dim = 0 : tensor<4xf32>, tensor<4xf32> -> tensor<8xf32>
+    %2 = aten.tanh %1 : tensor<8xf32> -> tensor<8xf32>
+    fusion.yield %2 : tensor<8xf32>
+  }
+  func.return %r : tensor<8xf32>
+}

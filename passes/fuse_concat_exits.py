@@ -1,0 +1,164 @@
+"""`fuse-concat-exits`: a `cat` of one group's outputs becomes an exit of that group.
+
+As in the seeds' fuser (`fuser-concat-and-backward`): an LSTM backward ends in
+`cat([di, df, dg, do], 1)` of four pointwise results; run separately, the cat is a
+second pass over memory and the four parts are intermediates. Inside the group the
+cat is an *exit*: the runtime allocates its result once and the kernel writes each
+part straight into its slice (`lower-group-to-loops` records this as a `CatExit` in
+the kernel signature, `fusec.runtime.operands.prepare` allocates and narrows).
+
+    %r:2 = fusion.group (%x = %a) : (tensor<4x3xf32>) -> (tensor<4x3xf32>, tensor<4x3xf32>) {
+      %0 = aten.exp %x : tensor<4x3xf32> -> tensor<4x3xf32>
+      %1 = aten.neg %x : tensor<4x3xf32> -> tensor<4x3xf32>
+      fusion.yield %0, %1 : tensor<4x3xf32>, tensor<4x3xf32>
+    }
+    %c = aten.cat %r#0, %r#1 dim = -1 : tensor<4x3xf32>, tensor<4x3xf32> -> tensor<4x6xf32>
+->
+    %c = fusion.group (%x = %a) : (tensor<4x3xf32>) -> (tensor<4x6xf32>) {
+      %0 = aten.exp %x : tensor<4x3xf32> -> tensor<4x3xf32>
+      %1 = aten.neg %x : tensor<4x3xf32> -> tensor<4x3xf32>
+      %2 = aten.cat %0, %1 dim = 1 : tensor<4x3xf32>, tensor<4x3xf32> -> tensor<4x6xf32>
+      fusion.yield %2 : tensor<4x6xf32>
+    }
+
+Conditions (anything else is left alone and the cat runs through PyTorch):
+- every cat operand is a result of the same `fusion.group`, and the cat is outside
+  any group (so nothing in the group can use the cat's result);
+- all parts have the same type shape, so the group's index space is the parts'
+  shape and each part is one strided slice of the result along `dim`;
+- the kernel stays within `arg-limit` inputs + outputs.
+
+A part that is also used outside the cat stays a group output as well: the kernel
+then writes it twice (its own buffer and its slice). Handing the other users a
+`narrow` of the cat instead would alias the two, which later passes and the
+runtime do not model; the extra write is cheaper than a separate cat anyway.
+
+Parts from several groups (siblings with no common consumer) are not merged here:
+that cat stays a torch cat. `fuse` runs again after this pass (`FUSE_PIPELINE`):
+once the cat is inside, the group may fuse into consumers that sat after the cat,
+but never into one that reads the cat's result (`reads_cat_exit`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from fusec.dialects.aten import CatOp
+from fusec.dialects.fusion import GroupOp, YieldOp
+from fusec.dialects.inference import normalize_dim
+from fusec.passes.fusion_utils import DEFAULT_ARG_LIMIT, in_group
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.ir import Operation, OpResult, Region, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+from xdsl.rewriter import InsertPoint
+
+
+def _exit_group(cat: CatOp) -> GroupOp | None:
+    """The group all of `cat`'s parts come from, if there is one."""
+    owners = {v.op for v in cat.inputs if isinstance(v, OpResult)}
+    if len(owners) != 1 or any(not isinstance(v, OpResult) for v in cat.inputs):
+        return None
+    (owner,) = owners
+    return owner if isinstance(owner, GroupOp) else None
+
+
+def _kernel_outputs(group: GroupOp) -> int:
+    """Tensors the group's kernel writes: a cat exit writes one per part."""
+    n = 0
+    for v in group.yield_op.values:
+        n += len(v.op.inputs) if isinstance(v, OpResult) and isinstance(v.op, CatOp) else 1
+    return n
+
+
+def reads_cat_exit(consumer: Operation, producer: Operation) -> bool:
+    """Whether `consumer` reads a cat exit of the group `producer`: `fuse` must not
+    merge them, as the cat's result is not of the group's index space (the seeds'
+    condition that the concat's output is not used in the group)."""
+    if not isinstance(producer, GroupOp):
+        return False
+    values = producer.yield_op.values
+    return any(
+        isinstance(v, OpResult) and v.op is producer and isinstance(values[v.index].owner, CatOp)
+        for v in consumer.operands
+    )
+
+
+@dataclass
+class MoveCatIntoGroup(RewritePattern):
+    """A `cat` of one group's outputs moves into the group, which yields the cat
+    instead of the parts (parts with other users stay yielded too).
+
+    %r:2 = fusion.group (...) { ...; fusion.yield %0, %1 }
+    %c = aten.cat %r#0, %r#1 dim = -1
+    -> %c = fusion.group (...) { ...; %2 = aten.cat %0, %1 dim = 1; fusion.yield %2 }
+    """
+
+    arg_limit: int = DEFAULT_ARG_LIMIT
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: CatOp, rewriter: PatternRewriter, /) -> None:
+        if in_group(op):
+            return
+        group = _exit_group(op)
+        if group is None or group.parent is not op.parent:
+            return
+        types = [v.type for v in op.inputs]
+        if not all(isinstance(t, TensorType) for t in types):
+            return
+        if len({tuple(t.get_shape()) for t in types}) != 1:  # type: ignore[union-attr]
+            return
+        parts = [group.yield_op.values[v.index] for v in op.inputs]  # type: ignore[union-attr]
+        # A part only the cat reads stops being an output of its own.
+        keep = [r for r in group.results if any(u.operation is not op for u in r.uses)]
+        n_args = len(group.inputs) + _kernel_outputs(group) - (len(group.results) - len(keep))
+        if n_args > self.arg_limit:
+            return
+
+        rank = types[0].get_num_dims()  # type: ignore[union-attr]
+        body = Region()
+        group.body.move_blocks(body)
+        block = body.block
+        old_yield = block.last_op
+        assert isinstance(old_yield, YieldOp)
+        inner = CatOp(parts, normalize_dim(op.dim.value.data, rank))
+        inner.result.name_hint = op.result.name_hint
+        yielded: list[SSAValue] = [old_yield.values[r.index] for r in keep]
+        yielded.append(inner.result)
+        block.insert_op_before(inner, old_yield)
+        block.insert_op_before(YieldOp(*yielded), old_yield)
+        block.erase_op(old_yield)
+
+        new_group = GroupOp(list(group.inputs), [v.type for v in yielded], body)
+        new_group.attributes.update(group.attributes)
+        # At the group's place: kept outputs may have users before the cat.
+        rewriter.insert(new_group, InsertPoint.before(group))
+        rewriter.replace_all_uses_with(op.result, new_group.results[-1])
+        rewriter.erase(op)
+        new_results: list[SSAValue | None] = [None] * len(group.results)
+        for r, new in zip(keep, new_group.results, strict=False):
+            new_results[r.index] = new
+        rewriter.replace(group, [], new_results)
+
+
+@dataclass(frozen=True)
+class FuseConcatExitsPass(ModulePass):
+    """Moves each `aten.cat` of one group's equally-shaped outputs into the group as
+    an exit (module docstring); runs after `fuse`.
+
+    fusec-opt -p 'fuse,fuse-concat-exits' model.mlir
+    """
+
+    name = "fuse-concat-exits"
+
+    arg_limit: int = field(default=DEFAULT_ARG_LIMIT)
+    """Most inputs + outputs the group's kernel may take once the cat has joined."""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        PatternRewriteWalker(MoveCatIntoGroup(self.arg_limit)).rewrite_module(op)
