@@ -4,10 +4,25 @@ Each is a `-p` pipeline string, so `fusec-opt --fuse x.mlir` is exactly
 `fusec-opt -p <FUSE_PIPELINE> x.mlir`.
 """
 
-FUSE_PIPELINE = "decompose,broadcasting-chunk,lower-broadcasting-chunk,fuse"
+FUSE_PIPELINE = "functionalize,decompose,broadcasting-chunk,lower-broadcasting-chunk,fuse,fuse-concat-exits,fuse,remove-outputs-used-only-in-size"
 """The default fusion pipeline: split biases out of linear/addmm, move chunks above
 their pointwise producers (as the seeds' BroadcastingChunk) and lower what is left
-to per-operand chunks, then fuse."""
+to per-operand chunks, then fuse; cats of a group's outputs join it as exits, and
+a second `fuse` merges what the cat's uses had kept apart (the group can now move
+past the cat's old position, as the seeds' backward LSTM needs). First, in-place
+writes that no alias observes become plain values (`functionalize`); last, group
+outputs read only for their size are dropped (`remove-outputs-used-only-in-size`)."""
+
+
+def compile_pipeline(device: str = "cpu") -> str:
+    """What `fusec.compile` runs: `FUSE_PIPELINE`, then `guard` for kernels on
+    `device`, so each group runs only on inputs it was specialized for and the
+    unfused ops run otherwise. (`--fuse` stays guard-free.)"""
+    return f"{FUSE_PIPELINE},guard{{device={device}}}"
+
+
+COMPILE_PIPELINE = compile_pipeline()
+"""`compile_pipeline()` for CPU kernels."""
 
 EMIT_PIPELINES: dict[str, tuple[str, str]] = {}
 """`--emit` stage -> (passes to append after the user's pipeline, output target)."""

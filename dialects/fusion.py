@@ -15,23 +15,41 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from fusec.dialects.aten import chunk_sizes
+from fusec.dialects.aten import SizeType, chunk_sizes
 from fusec.dialects.inference import DYNAMIC, I64, broadcast_shapes, normalize_dim
-from xdsl.dialects.builtin import IntegerAttr, SymbolRefAttr, TensorType
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    IntAttr,
+    IntegerAttr,
+    IntegerType,
+    StringAttr,
+    SymbolRefAttr,
+    TensorType,
+)
 from xdsl.dialects.utils.format import parse_assignment, print_assignment
-from xdsl.ir import Attribute, Block, Dialect, Operation, Region, SSAValue
+from xdsl.ir import (
+    Attribute,
+    Block,
+    Dialect,
+    Operation,
+    ParametrizedAttribute,
+    Region,
+    SSAValue,
+)
 from xdsl.irdl import (
     AnyAttr,
     IRDLOperation,
+    irdl_attr_definition,
     irdl_op_definition,
     lazy_traits_def,
     prop_def,
     region_def,
+    result_def,
     traits_def,
     var_operand_def,
     var_result_def,
 )
-from xdsl.parser import Parser
+from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
 from xdsl.traits import (
     HasParent,
@@ -159,7 +177,6 @@ class GroupOp(IRDLOperation):
         printer.print_region(self.body, print_entry_block_args=False)
 
 
-
 @irdl_op_definition
 class LaunchOp(IRDLOperation):
     """Host side of an outlined group: runs kernel `@callee` over `args`.
@@ -225,9 +242,7 @@ class BroadcastingChunkOp(IRDLOperation):
         )
 
     @staticmethod
-    def piece_types(
-        input_types: Sequence[Attribute], chunks: int, dim: int
-    ) -> list[Attribute]:
+    def piece_types(input_types: Sequence[Attribute], chunks: int, dim: int) -> list[Attribute]:
         """Result types, input by input (raises `VerifyException` when invalid)."""
         if not input_types:
             raise VerifyException("needs at least one input")
@@ -257,9 +272,7 @@ class BroadcastingChunkOp(IRDLOperation):
         return out
 
     def verify_(self) -> None:
-        expected = self.piece_types(
-            self.inputs.types, self.chunks.value.data, self.dim.value.data
-        )
+        expected = self.piece_types(self.inputs.types, self.chunks.value.data, self.dim.value.data)
         actual = list(self.outputs.types)
         if len(expected) != len(actual):
             raise VerifyException(
@@ -271,4 +284,192 @@ class BroadcastingChunkOp(IRDLOperation):
                 raise VerifyException(f"result #{i} has type {a}, but the piece is {e}")
 
 
-Fusion = Dialect("fusion", [GroupOp, YieldOp, LaunchOp, BroadcastingChunkOp], [])
+@irdl_op_definition
+class BroadcastSizesOp(IRDLOperation):
+    """The seeds' `prim::BroadcastSizes`: the broadcast of several sizes
+    (`torch.broadcast_shapes`), standing in for the size of a pointwise result that
+    is no longer materialized.
+
+    %s = fusion.broadcast_sizes %a, %b : !aten.size<2>, !aten.size<1> -> !aten.size<2>
+    """
+
+    name = "fusion.broadcast_sizes"
+    sizes = var_operand_def(SizeType)
+    result = result_def(SizeType)
+    traits = traits_def(Pure())
+    assembly_format = "$sizes attr-dict `:` type($sizes) `->` type($result)"
+
+    def __init__(self, sizes: Sequence[SSAValue | Operation]):
+        ranks = [_size_rank(SSAValue.get(s).type) for s in sizes]
+        super().__init__(operands=[sizes], result_types=[SizeType(max(ranks, default=0))])
+
+    def verify_(self) -> None:
+        if not self.sizes:
+            raise VerifyException("needs at least one size")
+        rank = max(_size_rank(t) for t in self.sizes.types)
+        if _size_rank(self.result.type) != rank:
+            raise VerifyException(
+                f"the broadcast of sizes of ranks {[_size_rank(t) for t in self.sizes.types]} "
+                f"has rank {rank}, got {self.result.type}"
+            )
+
+
+def _size_rank(t: Attribute) -> int:
+    assert isinstance(t, SizeType)
+    return t.rank.data
+
+
+LAYOUTS = ("contiguous", "any")
+"""What an input spec may require of a tensor's strides."""
+
+
+@irdl_attr_definition
+class InputSpecAttr(ParametrizedAttribute):
+    """What `fusion.guard` requires of one tensor input beyond its dtype and rank
+    (those are the operand's type): the dims that must be size 1 (the broadcast
+    pattern: every other dim must not be 1), the layout (`contiguous` or `any`
+    strides) and the device (`cpu`, `cuda`, or one device such as `cuda:1`).
+
+        #fusion.input_spec<ones = [1], layout = any, device = "cpu">
+    """
+
+    name = "fusion.input_spec"
+
+    ones: ArrayAttr[IntAttr]
+    layout: StringAttr
+    device: StringAttr
+
+    def __init__(self, ones: Sequence[int], layout: str, device: str):
+        super().__init__(
+            ArrayAttr([IntAttr(d) for d in ones]), StringAttr(layout), StringAttr(device)
+        )
+
+    @property
+    def ones_dims(self) -> tuple[int, ...]:
+        return tuple(d.data for d in self.ones.data)
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
+        with parser.in_angle_brackets():
+            parser.parse_keyword("ones")
+            parser.parse_punctuation("=")
+            ones = parser.parse_comma_separated_list(Parser.Delimiter.SQUARE, parser.parse_integer)
+            parser.parse_punctuation(",")
+            parser.parse_keyword("layout")
+            parser.parse_punctuation("=")
+            layout = parser.parse_keyword_in(LAYOUTS, " as the layout of a guarded input")
+            parser.parse_punctuation(",")
+            parser.parse_keyword("device")
+            parser.parse_punctuation("=")
+            device = parser.parse_str_literal(" as the device of a guarded input")
+        return [ArrayAttr([IntAttr(d) for d in ones]), StringAttr(layout), StringAttr(device)]
+
+    def print_parameters(self, printer: Printer) -> None:
+        dims = ", ".join(str(d) for d in self.ones_dims)
+        printer.print_string(
+            f'<ones = [{dims}], layout = {self.layout.data}, device = "{self.device.data}">'
+        )
+
+    def verify_(self) -> None:
+        if self.layout.data not in LAYOUTS:
+            raise VerifyException(
+                f"layout must be one of {', '.join(LAYOUTS)}, got {self.layout.data!r}"
+            )
+        if not self.device.data:
+            raise VerifyException("device must not be empty")
+        dims = self.ones_dims
+        if list(dims) != sorted(set(dims)) or (dims and dims[0] < 0):
+            raise VerifyException(f"ones must be increasing dims >= 0, got {list(dims)}")
+
+
+@irdl_op_definition
+class GuardOp(IRDLOperation):
+    """The seeds' `prim::CudaFusionGuard`: true when every tensor input matches the
+    specialization its group was compiled for. Dtype and rank are the operand's
+    type; each input's `#fusion.input_spec` adds which dims are 1 (the broadcast
+    pattern), the layout and the device. The `guard` pass puts each group in an
+    `scf.if` on it, with the unfused ops as the else branch:
+
+        %ok = fusion.guard (%a : tensor<4x1xf32> <ones = [1], layout = any, device = "cpu">,
+                            %b : tensor<3xf32> <ones = [], layout = any, device = "cpu">)
+    """
+
+    name = "fusion.guard"
+    inputs = var_operand_def(TensorType)
+    specs = prop_def(ArrayAttr[InputSpecAttr])
+    ok = result_def(IntegerType(1))
+    traits = traits_def(Pure())
+
+    def __init__(self, inputs: Sequence[SSAValue | Operation], specs: Sequence[InputSpecAttr]):
+        super().__init__(
+            operands=[inputs],
+            result_types=[IntegerType(1)],
+            properties={"specs": ArrayAttr(specs)},
+        )
+
+    def verify_(self) -> None:
+        specs = self.specs.data
+        if len(specs) != len(self.inputs):
+            raise VerifyException(
+                f"fusion.guard has {len(self.inputs)} inputs but {len(specs)} input specs"
+            )
+        for i, (value, spec) in enumerate(zip(self.inputs, specs, strict=True)):
+            # Attributes built by the generic parser are not verified on their own.
+            try:
+                spec.verify_()
+            except VerifyException as e:
+                raise VerifyException(f"input #{i} spec: {e}") from None
+            t = value.type
+            assert isinstance(t, TensorType)
+            shape = t.get_shape()
+            ones = spec.ones_dims
+            if ones and ones[-1] >= len(shape):
+                raise VerifyException(
+                    f"input #{i} has rank {len(shape)} but its spec names size-1 dim {ones[-1]}"
+                )
+            for d, size in enumerate(shape):
+                if d in ones and size not in (1, DYNAMIC):
+                    raise VerifyException(
+                        f"input #{i} spec says dim {d} is 1 but its type {t} has size {size}"
+                    )
+                if d not in ones and size == 1:
+                    raise VerifyException(
+                        f"input #{i} has type {t}, size 1 in dim {d}, but its spec does not say so"
+                    )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> GuardOp:
+        def entry() -> tuple[SSAValue, InputSpecAttr]:
+            operand = parser.parse_unresolved_operand()
+            parser.parse_punctuation(":")
+            t = parser.parse_type()
+            params = InputSpecAttr.parse_parameters(parser)
+            return parser.resolve_operand(operand, t), InputSpecAttr.new(params)
+
+        entries = parser.parse_comma_separated_list(Parser.Delimiter.PAREN, entry)
+        attrs = parser.parse_optional_attr_dict_with_keyword()
+        op = cls([v for v, _ in entries], [s for _, s in entries])
+        if attrs is not None:
+            op.attributes |= attrs.data
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" (")
+        for i, (value, spec) in enumerate(zip(self.inputs, self.specs.data, strict=True)):
+            if i:
+                printer.print_string(", ")
+            printer.print_operand(value)
+            printer.print_string(" : ")
+            printer.print_attribute(value.type)
+            printer.print_string(" ")
+            spec.print_parameters(printer)
+        printer.print_string(")")
+        if self.attributes:
+            printer.print_op_attributes(self.attributes, print_keyword=True)
+
+
+Fusion = Dialect(
+    "fusion",
+    [GroupOp, YieldOp, LaunchOp, BroadcastingChunkOp, BroadcastSizesOp, GuardOp],
+    [InputSpecAttr],
+)

@@ -8,10 +8,18 @@ from xdsl.passes import ModulePass
 
 _PASSES: tuple[tuple[str, str, str], ...] = (
     # (pass name, module in fusec.passes, class)
+    ("functionalize", "functionalize", "FunctionalizePass"),
     ("decompose", "decompose", "DecomposePass"),
     ("broadcasting-chunk", "broadcasting_chunk", "BroadcastingChunkPass"),
     ("lower-broadcasting-chunk", "lower_broadcasting_chunk", "LowerBroadcastingChunkPass"),
     ("fuse", "fuse", "FusePass"),
+    (
+        "remove-outputs-used-only-in-size",
+        "remove_outputs_used_only_in_size",
+        "RemoveOutputsUsedOnlyInSizePass",
+    ),
+    ("fuse-concat-exits", "fuse_concat_exits", "FuseConcatExitsPass"),
+    ("guard", "guard", "GuardPass"),
     ("print-canonical-keys", "canonical_key", "PrintCanonicalKeysPass"),
     ("outline-groups", "outline_groups", "OutlineGroupsPass"),
     ("lower-group-to-loops", "lower_group_to_loops", "LowerGroupToLoopsPass"),

@@ -14,6 +14,19 @@ operand and result slots resolved ahead of time:
 A `fusion.group` runs as its compiled kernel when there is one, and otherwise as a
 sub-program of its body through PyTorch; everything else runs through PyTorch
 (`fusec.torch_ops`), `aten.opaque` through its original fx target.
+
+Guarded groups (the `guard` pass) run as the IR says: `fusion.guard` is a check
+of each tensor's dtype, rank, size-1 dims, layout and device against values
+precomputed from the IR (attribute reads only), and `scf.if` runs its then- or
+else-region as a sub-program over the values the region uses from outside:
+
+    %ok = fusion.guard (%a : ..., %b : ...)       step guard  (0, 1) -> (5,)
+    %r = scf.if %ok { fusion.group ... }          step if     (5, 0, 1) -> (6,)
+         else { aten.add ... }                      then: kernel, else: torch ops
+
+`launches` counts the kernels of then-regions; a failed guard is counted in
+`guard_failures` (and logged at debug level with the input and the reason), and
+`last_launches` is what the last run actually launched.
 """
 
 from __future__ import annotations
@@ -23,12 +36,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import torch
 from fusec.dialects.aten import OpaqueOp
-from fusec.dialects.fusion import GroupOp, YieldOp
-from fusec.torch_ops import torch_callable
-from xdsl.dialects import arith, func
-from xdsl.dialects.builtin import FloatAttr, IntegerAttr
-from xdsl.ir import Block, Operation, SSAValue
+from fusec.dialects.fusion import GroupOp, GuardOp, YieldOp
+from fusec.torch_ops import torch_callable, torch_dtype
+from xdsl.dialects import arith, func, scf
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, TensorType
+from xdsl.ir import Block, Operation, Region, SSAValue
 
 log = logging.getLogger("fusec")
 
@@ -50,8 +64,11 @@ class Step:
     outs: tuple[int, ...]
     free: tuple[int, ...]
     kind: str
-    """"torch", "opaque", "kernel" or "group" (a group run through PyTorch)."""
+    """"torch", "opaque", "kernel", "group" (a group run through PyTorch), "guard"
+    or "if"."""
     name: str
+    branches: tuple[HostProgram, ...] = ()
+    """The then- and else-programs of an "if" step."""
 
 
 @dataclass
@@ -65,6 +82,12 @@ class HostProgram:
     out_slots: tuple[int, ...]
     launches: int = 0
     fallback_groups: list[str] = field(default_factory=list)
+    guard_failures: int = 0
+    """Failed `fusion.guard` checks over all runs (each ran its fallback)."""
+    last_launches: int = 0
+    """Kernels the last run launched: `launches` less those whose guard failed."""
+    skipped_launches: int = 0
+    """Kernels not launched over all runs because their guard failed."""
 
     def __post_init__(self) -> None:
         template: list[Any] = [None] * self.n_slots
@@ -74,6 +97,7 @@ class HostProgram:
         self._steps = tuple((s.fn, s.ins, s.outs, s.free) for s in self.steps)
 
     def __call__(self, args: Sequence[Any]) -> list[Any]:
+        skipped = self.skipped_launches
         slots = self._template.copy()
         for slot, value in zip(self.arg_slots, args, strict=True):
             slots[slot] = value
@@ -83,13 +107,26 @@ class HostProgram:
                 slots[slot] = value
             for slot in free:
                 slots[slot] = None
+        self.last_launches = self.launches - (self.skipped_launches - skipped)
         return [slots[i] for i in self.out_slots]
+
+    def all_steps(self) -> list[Step]:
+        """Every step, those of `scf.if` branches included (after their if step)."""
+        out: list[Step] = []
+        for s in self.steps:
+            out.append(s)
+            for branch in s.branches:
+                out += branch.all_steps()
+        return out
 
     def describe(self) -> str:
         """One line per step, for logs and debugging."""
         lines = [f"args {list(self.arg_slots)} consts {sorted(self.consts)}"]
         for s in self.steps:
             lines.append(f"  {s.kind:6} {s.name}: {list(s.ins)} -> {list(s.outs)}")
+            for label, branch in zip(("then", "else"), s.branches, strict=False):
+                sub = branch.describe().replace("\n", "\n      ")
+                lines.append(f"    {label}: {sub}")
         lines.append(f"  return {list(self.out_slots)}")
         return "\n".join(lines)
 
@@ -110,39 +147,53 @@ class _Builder:
     def __init__(self, kernels: KernelProvider, opaque: OpaqueProvider):
         self.kernels = kernels
         self.opaque = opaque
+        self.root: HostProgram | None = None
+        """The top-level program, whose counters guard and if steps update."""
 
-    def build(self, block: Block, returned: Sequence[SSAValue]) -> HostProgram:
+    def build(
+        self,
+        block: Block,
+        returned: Sequence[SSAValue],
+        args: Sequence[SSAValue] | None = None,
+    ) -> HostProgram:
+        """The program of `block`; `args` (default: the block's arguments) are the
+        values it takes, e.g. what an `scf.if` region uses from outside."""
         slot: dict[SSAValue, int] = {}
 
         def new(v: SSAValue) -> int:
             slot[v] = len(slot)
             return slot[v]
 
-        arg_slots = tuple(new(a) for a in block.args)
+        arg_slots = tuple(new(a) for a in (block.args if args is None else args))
         consts: dict[int, Any] = {}
-        steps: list[
-            tuple[Callable[..., Sequence[Any]], tuple[int, ...], tuple[int, ...], str, str]
-        ] = []
+        steps: list[_PendingStep] = []
         launches = 0
         fallback: list[str] = []
         for op in block.ops:
-            if isinstance(op, func.ReturnOp | YieldOp):
+            if isinstance(op, func.ReturnOp | YieldOp | scf.YieldOp):
                 break
             if isinstance(op, arith.ConstantOp):
                 consts[new(op.result)] = _constant_value(op)
                 continue
-            ins = tuple(slot[o] for o in op.operands)
-            fn, kind = self.step_fn(op)
+            branches: tuple[HostProgram, ...] = ()
+            if isinstance(op, scf.IfOp):
+                fn, ins, branches = self.if_step(op, slot)
+                kind = "if"
+                launches += branches[0].launches
+                fallback += branches[0].fallback_groups + branches[1].fallback_groups
+            else:
+                ins = tuple(slot[o] for o in op.operands)
+                fn, kind = self.step_fn(op)
             if kind == "kernel":
                 launches += 1
             elif kind == "group":
                 fallback.append(op.name)
             outs = tuple(new(r) for r in op.results)
-            steps.append((fn, ins, outs, kind, _step_name(op)))
+            steps.append((fn, ins, outs, kind, _step_name(op), branches))
         out_slots = tuple(slot[v] for v in returned)
         keep = set(arg_slots) | set(out_slots) | set(consts)
         last_use: dict[int, int] = {}
-        for i, (_, ins, outs, _, _) in enumerate(steps):
+        for i, (_, ins, outs, _, _, _) in enumerate(steps):
             for s in (*ins, *outs):
                 last_use[s] = i
         frees: list[list[int]] = [[] for _ in steps]
@@ -150,8 +201,8 @@ class _Builder:
             if s not in keep:
                 frees[i].append(s)
         program_steps = [
-            Step(fn, ins, outs, tuple(sorted(frees[i])), kind, name)
-            for i, (fn, ins, outs, kind, name) in enumerate(steps)
+            Step(fn, ins, outs, tuple(sorted(frees[i])), kind, name, branches)
+            for i, (fn, ins, outs, kind, name, branches) in enumerate(steps)
         ]
         return HostProgram(
             len(slot), arg_slots, consts, program_steps, out_slots, launches, fallback
@@ -166,12 +217,157 @@ class _Builder:
             if body.launches:
                 raise UnsupportedProgram("a group nested in a group")
             return (lambda *xs: body(xs)), "group"
+        if isinstance(op, GuardOp):
+            return self.guard_step(op), "guard"
         if isinstance(op, OpaqueOp):
             return self.opaque(op), "opaque"
         try:
             return torch_callable(op), "torch"
         except KeyError as e:
             raise UnsupportedProgram(str(e.args[0])) from None
+
+    def guard_step(self, op: GuardOp) -> Callable[..., Sequence[Any]]:
+        checks = tuple(
+            _InputCheck.of(v.type, spec) for v, spec in zip(op.inputs, op.specs.data, strict=True)
+        )
+        what = _guarded_name(op)
+
+        def guard(*xs: Any) -> tuple[bool]:
+            for i, (x, c) in enumerate(zip(xs, checks, strict=True)):
+                if not c.matches(x):
+                    assert self.root is not None
+                    self.root.guard_failures += 1
+                    if log.isEnabledFor(logging.DEBUG):
+                        log.debug("fusec: guard of %s failed: input #%d %s", what, i, c.mismatch(x))
+                    return (False,)
+            return (True,)
+
+        return guard
+
+    def if_step(
+        self, op: scf.IfOp, slot: dict[SSAValue, int]
+    ) -> tuple[Callable[..., Sequence[Any]], tuple[int, ...], tuple[HostProgram, ...]]:
+        if len(op.false_region.blocks) != 1:
+            raise UnsupportedProgram("scf.if without an else-region")
+        captured = _captures(op.true_region, op.false_region)
+        branches = tuple(
+            self.build(r.block, list(_yielded(r)), captured)
+            for r in (op.true_region, op.false_region)
+        )
+        then, other = branches
+        kernels = then.launches
+
+        def run_if(cond: bool, *xs: Any) -> list[Any]:
+            if cond:
+                return then(xs)
+            if kernels:
+                assert self.root is not None
+                self.root.skipped_launches += kernels
+            return other(xs)
+
+        return run_if, (slot[op.cond], *(slot[v] for v in captured)), branches
+
+
+_PendingStep = tuple[
+    Callable[..., Sequence[Any]],
+    tuple[int, ...],
+    tuple[int, ...],
+    str,
+    str,
+    tuple[HostProgram, ...],
+]
+
+
+@dataclass(frozen=True)
+class _InputCheck:
+    """What one `fusion.guard` input must be, precomputed from its type and spec."""
+
+    dtype: Any
+    ndim: int
+    ones: tuple[bool, ...]
+    """Per dim whether it is size 1."""
+    contiguous: bool
+    device: str
+    full_device: bool
+    """Whether `device` names one device (`cuda:1`) rather than a type (`cuda`)."""
+
+    @staticmethod
+    def of(t: Any, spec: Any) -> _InputCheck:
+        assert isinstance(t, TensorType)
+        rank = t.get_num_dims()
+        ones = set(spec.ones_dims)
+        device = spec.device.data
+        return _InputCheck(
+            torch_dtype(t),
+            rank,
+            tuple(d in ones for d in range(rank)),
+            spec.layout.data == "contiguous",
+            device,
+            ":" in device,
+        )
+
+    def matches(self, x: Any) -> bool:
+        return (
+            isinstance(x, torch.Tensor)
+            and x.dtype == self.dtype
+            and x.dim() == self.ndim
+            and tuple(s == 1 for s in x.shape) == self.ones
+            and (not self.contiguous or x.is_contiguous())
+            and (str(x.device) if self.full_device else x.device.type) == self.device
+        )
+
+    def mismatch(self, x: Any) -> str:
+        """Why `x` does not match (for the debug log)."""
+        if not isinstance(x, torch.Tensor):
+            return f"is a {type(x).__name__}, not a tensor"
+        if x.dtype != self.dtype:
+            return f"has dtype {x.dtype}, expected {self.dtype}"
+        if x.dim() != self.ndim:
+            return f"has rank {x.dim()}, expected {self.ndim}"
+        pattern = tuple(s == 1 for s in x.shape)
+        if pattern != self.ones:
+            want = "x".join("1" if o else "n" for o in self.ones)
+            return f"has shape {tuple(x.shape)}, expected size-1 pattern {want or '()'}"
+        if self.contiguous and not x.is_contiguous():
+            return f"has strides {x.stride()}, expected contiguous"
+        return f"is on {x.device}, expected {self.device}"
+
+
+def _captures(*regions: Region) -> list[SSAValue]:
+    """Values the regions use but do not define, in order of first use."""
+    inside: set[SSAValue] = set()
+    used: dict[SSAValue, None] = {}
+    for region in regions:
+        for op in region.walk():
+            inside.update(op.results)
+            for r in op.regions:
+                for b in r.blocks:
+                    inside.update(b.args)
+        for b in region.blocks:
+            inside.update(b.args)
+    for region in regions:
+        for op in region.walk():
+            for v in op.operands:
+                if v not in inside:
+                    used.setdefault(v, None)
+    return list(used)
+
+
+def _yielded(region: Region) -> Sequence[SSAValue]:
+    term = region.block.last_op
+    if not isinstance(term, scf.YieldOp):
+        raise UnsupportedProgram("scf.if region does not end with scf.yield")
+    return term.operands
+
+
+def _guarded_name(op: GuardOp) -> str:
+    for use in op.ok.uses:
+        user = use.operation
+        if isinstance(user, scf.IfOp):
+            for inner in user.true_region.block.ops:
+                if isinstance(inner, GroupOp):
+                    return _step_name(inner)
+    return "fusion.guard"
 
 
 def _step_name(op: Operation) -> str:
@@ -180,6 +376,9 @@ def _step_name(op: Operation) -> str:
     if isinstance(op, GroupOp):
         names = [o.name for o in op.body.block.ops if not isinstance(o, YieldOp)]
         return "group[" + ",".join(n.removeprefix("aten.") for n in names) + "]"
+    if isinstance(op, scf.IfOp):
+        then = [o for o in op.true_region.block.ops if not isinstance(o, scf.YieldOp)]
+        return "if[" + ", ".join(_step_name(o) for o in then) + "]"
     return op.name
 
 
@@ -193,7 +392,9 @@ def build_program(
     ret = block.last_op
     if not isinstance(ret, func.ReturnOp):
         raise UnsupportedProgram("function does not end with func.return")
-    return _Builder(kernels, opaque).build(block, list(ret.arguments))
+    builder = _Builder(kernels, opaque)
+    program = builder.root = builder.build(block, list(ret.arguments))
+    return program
 
 
 def no_kernels(group: GroupOp) -> None:

@@ -145,7 +145,7 @@ def test_use_kernels_false_runs_groups_through_torch():
     args = (torch.randn(8, 64), torch.randn(8, 16))
     assert_same(f(*args), tail(*args))
     assert f.launches_per_call == 0
-    assert any(s.kind == "group" for s in f.last.program.steps)
+    assert any(s.kind == "group" for s in f.last.program.all_steps())
 
 
 def test_host_program_frees_intermediates_and_keeps_outputs():
@@ -177,3 +177,13 @@ def test_torch_compile_backend():
     assert not [w for w in caught if "fusec: running eagerly" in str(w.message)]
     torch.testing.assert_close(out, fn(x, y))
     assert fusec.cache_stats()["kernels_compiled"] == 1
+
+
+def test_constant_arguments_keep_the_positions_of_later_tensors():
+    def f(unused, x, y):
+        return torch.sigmoid(x) * y
+
+    x, y = torch.randn(4, 3), torch.randn(3)
+    fn = fusec.compile(f)
+    torch.testing.assert_close(fn(None, x, y), f(None, x, y))
+    assert fn.launches_per_call == 1
