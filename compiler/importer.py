@@ -14,7 +14,23 @@ Parameters and buffers become function arguments after the graph's own inputs;
 Python scalars become `arith.constant` (f64/i64/i1) or, when they are inputs,
 function arguments of those types. Sizes read from tensors (`x.size(0)`) are
 folded into constants, which makes the result valid only for the example shapes
-(`ImportedGraph.shape_dependent`).
+(`ImportedGraph.shape_dependent`), except where a whole size (`x.shape`,
+`x.size()`) is returned or passed to an opaque op: there it is `aten.size %x`, a
+runtime `torch.Size`, and the import stays valid for every shape.
+
+In-place pointwise ops (`x.add_(y)`, `torch.relu_(x)`, `F.relu(x, inplace=True)`,
+`nn.ReLU(inplace=True)`, `x += y`) import as the out-of-place op and a write back:
+
+    y.add_(1)   ->   %t = aten.add %y, %c ... ; aten.copy_ %y, %t
+
+SSA values name tensors (buffers), not contents: the in-place node's own value is
+`%y` again, and every later read of `%y` (through `y` or the in-place node) sees
+the written contents, as in eager; `functionalize` then turns the writes to
+unaliased fresh values back into plain SSA. In-place ops with no pointwise form
+run as `aten.opaque` only on a fresh pointwise value nobody else reads; anything
+else raises `UnsupportedGraph` (the graph runs eagerly). The import-time run works
+on clones of the inputs when the graph writes in place, so it never mutates the
+caller's tensors.
 """
 
 from __future__ import annotations
@@ -58,6 +74,9 @@ class Const:
 
     value: Any
     from_shape: bool = False
+    source: SSAValue | None = None
+    """For a whole size (`x.shape`): the tensor it is read from, so a returned size
+    can be `aten.size` of it instead of a constant."""
 
 
 @dataclass(frozen=True)
@@ -230,6 +249,14 @@ class _Importer:
     # ------------------------------------------------------------------ driver
 
     def run(self, name: str) -> ImportedGraph:
+        writes = any(
+            n.op not in ("placeholder", "get_attr", "output") and self.mutates(n)
+            for n in self.gm.graph.nodes
+        )
+        clones: dict[int, Any] = {}
+        if writes:
+            # One clone per distinct tensor, so inputs passed twice still alias.
+            self.example_inputs = [_clone(v, clones) for v in self.example_inputs]
         placeholders = iter(self.example_inputs)
         output: Any = None
         for node in self.gm.graph.nodes:
@@ -243,6 +270,8 @@ class _Importer:
                 self.env[node] = self.import_input(node, value)
             elif node.op == "get_attr":
                 value = _fetch_attr(self.gm, node.target)
+                if writes:
+                    value = _clone(value, clones)
                 self.real[node] = value
                 self.env[node] = self.import_attr(node.target, value)
             elif node.op == "output":
@@ -264,7 +293,8 @@ class _Importer:
         return ImportedGraph(module, f, self.inputs, outputs, self.opaque, self.shape_dependent)
 
     def import_input(self, node: torch.fx.Node, value: Any) -> Any:
-        index = len([s for s in self.inputs if s[0] == "arg"])
+        # Inputs are numbered by placeholder position, constants included.
+        index = sum(1 for s in self.inputs if s[0] in ("arg", "skip"))
         if isinstance(value, torch.Tensor):
             try:
                 t = tensor_type(value)
@@ -299,6 +329,10 @@ class _Importer:
             results.append(a)
             return Ret(len(results) - 1)
         if isinstance(a, Const):
+            if a.source is not None:
+                return self.output_structure(self.size_of(a.source), results)
+            if a.from_shape:
+                self.shape_dependent = True
             return a
         if isinstance(a, tuple | list):
             return type(a)(self.output_structure(x, results) for x in a)
@@ -308,8 +342,11 @@ class _Importer:
 
     # ------------------------------------------------------------------ calls
 
+    def size_of(self, tensor: SSAValue) -> SSAValue:
+        return self.add_op(aten.SizeOp(tensor)).results[0]
+
     def import_call(self, node: torch.fx.Node) -> None:
-        self.check_mutation(node)
+        in_place = self.mutates(node) and isinstance(self.real.get(node.args[0]), torch.Tensor)
         args, kwargs = _map_args(node, self.real)
         if node.op == "call_function":
             value = node.target(*args, **kwargs)
@@ -328,11 +365,15 @@ class _Importer:
         mark = self.block.last_op
         saved = self.shape_dependent
         try:
-            result = self.map_node(node, value)
-            self.env[node] = result
+            if in_place:
+                self.env[node] = self.map_in_place(node, value)
+            else:
+                self.env[node] = self.map_node(node, value)
         except (_NotMapped, VerifyException, KeyError, TypeError, ValueError, IndexError):
             self.rollback(mark)
             self.shape_dependent = saved
+            if in_place:
+                self.check_opaque_mutation(node)
             self.env[node] = self.make_opaque(node, value)
 
     def rollback(self, mark: Operation | None) -> None:
@@ -342,19 +383,55 @@ class _Importer:
             op.detach()
             op.erase(safe_erase=False)
 
-    def check_mutation(self, node: torch.fx.Node) -> None:
-        mutates = (
-            node.target in _MUTATING_OPS
-            or (node.op == "call_method" and str(node.target).endswith("_"))
-            or node.kwargs.get("inplace") is True
-            or (
-                node.op == "call_module"
-                and getattr(self.gm.get_submodule(node.target), "inplace", False)
+    def mutates(self, node: torch.fx.Node) -> bool:
+        """Does `node` write its first argument in place?"""
+        if not node.args or not isinstance(node.args[0], torch.fx.Node):
+            return False
+        if node.op == "call_function":
+            fn_name = getattr(node.target, "__name__", "")
+            return (
+                node.target in _MUTATING_OPS
+                or node.kwargs.get("inplace") is True
+                or (fn_name.endswith("_") and not fn_name.startswith("_"))
             )
-        )
-        if not mutates or not node.args or not isinstance(node.args[0], torch.fx.Node):
-            return
+        if node.op == "call_method":
+            return str(node.target).endswith("_") and not str(node.target).startswith("_")
+        if node.op == "call_module":
+            return getattr(self.gm.get_submodule(node.target), "inplace", False) is True
+        return False
+
+    def map_in_place(self, node: torch.fx.Node, value: Any) -> SSAValue:
+        """`x.op_(...)` -> `%t = aten.op %x, ...; aten.copy_ %x, %t`; the node is `%x`."""
+        dst = self.tensor(node.args[0])
+        handler = _handler_for(node, self.gm)
+        if handler is None:
+            raise _NotMapped(_target_name(node))
+        if node.op == "call_module":
+            result = handler(self, self.gm.get_submodule(node.target), *node.args, **node.kwargs)
+        else:
+            result = handler(self, *node.args, **node.kwargs)
+        if not isinstance(result, SSAValue) or not isinstance(result.owner, Operation):
+            raise _NotMapped("in-place op without a single result")
+        if not result.owner.has_trait(aten.Pointwise):
+            raise _NotMapped("in-place op that is not pointwise")
+        dst_type = dst.type
+        assert isinstance(dst_type, TensorType) and isinstance(result.type, TensorType)
+        if result.type.get_shape() != dst_type.get_shape():
+            raise _NotMapped("in-place result broadcasts beyond its destination")
+        if result.type != dst_type:  # `x.mul_(y)` keeps x's dtype: the result is cast back
+            result = self.add_op(aten.ToOp(result, dst_type.get_element_type())).results[0]
+        result.owner.verify()  # pyright: ignore[reportOptionalMemberAccess]
+        if result.name_hint is None:
+            result.name_hint = _hint(node.name)
+        self.add_op(aten.CopyOp(dst, result))
+        self.check_types(dst, value)
+        return dst
+
+    def check_opaque_mutation(self, node: torch.fx.Node) -> None:
+        """An in-place op with no pointwise form runs as `aten.opaque`, which the
+        passes cannot see write; that is safe only for a fresh value nobody else reads."""
         src = node.args[0]
+        assert isinstance(src, torch.fx.Node)
         v = self.env.get(src)
         fresh = (
             isinstance(v, SSAValue)
@@ -370,9 +447,9 @@ class _Importer:
     def fold(self, node: torch.fx.Node, value: Any) -> Const | None:
         """Sizes, dtypes and arithmetic on known values are constants."""
         if node.op == "call_method" and node.target in _SHAPE_QUERIES:
-            return Const(value, from_shape=True)
+            return Const(value, from_shape=True, source=self.size_source(node, value))
         if node.op == "call_function" and node.target is getattr and node.args[1] in _SHAPE_QUERIES:
-            return Const(value, from_shape=True)
+            return Const(value, from_shape=True, source=self.size_source(node, value))
         if isinstance(value, torch.Tensor) or node.op == "call_module":
             return None
         if node.op == "call_function" and node.target is operator.getitem:
@@ -386,6 +463,15 @@ class _Importer:
                 return None
             return Const(value, from_shape)
         return None
+
+    def size_source(self, node: torch.fx.Node, value: Any) -> SSAValue | None:
+        """The tensor a whole size (`x.shape`, `x.size()`) is read from, if any."""
+        whole = len(node.args) == (1 if node.op == "call_method" else 2) and not node.kwargs
+        if not whole or not isinstance(value, torch.Size):
+            return None
+        base = node.args[0]
+        v = self.env.get(base) if isinstance(base, torch.fx.Node) else None
+        return v if isinstance(v, SSAValue) and isinstance(v.type, TensorType) else None
 
     def make_opaque(self, node: torch.fx.Node, value: Any) -> Any:
         multi = isinstance(value, tuple | list)
@@ -401,6 +487,8 @@ class _Importer:
         def template(a: Any) -> Any:
             if isinstance(a, torch.fx.Node):
                 v = self.env[a]
+                if isinstance(v, Const) and v.source is not None:
+                    return template_value(self.size_of(v.source))
                 if isinstance(v, Const):
                     if v.from_shape:
                         self.shape_dependent = True
@@ -468,6 +556,15 @@ class _Importer:
         v = self.import_attr(qual, value)
         assert isinstance(v, SSAValue)
         return v
+
+
+def _clone(v: Any, clones: dict[int, Any]) -> Any:
+    """`v`, or for a tensor its clone (the same clone for the same tensor)."""
+    if not isinstance(v, torch.Tensor):
+        return v
+    if id(v) not in clones:
+        clones[id(v)] = v.clone()
+    return clones[id(v)]
 
 
 def _hint(name: str) -> str:
@@ -1056,6 +1153,19 @@ def _reduction(op_cls: type[Operation]) -> Handler:
 
 _register(torch.sum, "sum")(_reduction(aten.SumOp))
 _register(torch.mean, "mean")(_reduction(aten.MeanOp))
+
+
+# In-place forms (`x.exp_()`, `torch.exp_(x)`, `F.relu_(x)`) map like their
+# out-of-place op; `_Importer.map_in_place` adds the write back.
+for _name, _fn in list(_METHODS.items()):
+    if hasattr(torch.Tensor, f"{_name}_"):
+        _METHODS.setdefault(f"{_name}_", _fn)
+for _target, _fn in list(_FUNCTIONS.items()):
+    _fname = getattr(_target, "__name__", "")
+    for _ns in (torch, F):
+        _inplace = getattr(_ns, f"{_fname}_", None) if _fname else None
+        if callable(_inplace) and getattr(_ns, _fname, None) is _target:
+            _FUNCTIONS.setdefault(_inplace, _fn)
 
 
 # ---------------------------------------------------------------------- entry points

@@ -253,6 +253,21 @@ def _reduction(op: Operation) -> OpFn:
     return lambda x: (fn(x, dims, keepdim=keep, dtype=dtype),)
 
 
+def _copy(op: Operation) -> OpFn:
+    def copy(dst: torch.Tensor, src: Any) -> tuple[()]:
+        if isinstance(src, torch.Tensor):
+            dst.copy_(src)
+        else:  # a Python scalar: `Tensor.copy_` takes tensors only
+            dst.fill_(src)
+        return ()
+
+    return copy
+
+
+def _broadcast_sizes(op: Operation) -> OpFn:
+    return lambda *sizes: (torch.Size(torch.broadcast_shapes(*sizes)),)
+
+
 _BUILDERS: dict[str, Callable[[Operation], OpFn]] = {
     "aten.add": _alpha,
     "aten.sub": _alpha,
@@ -280,6 +295,9 @@ _BUILDERS: dict[str, Callable[[Operation], OpFn]] = {
     "aten.linear": lambda op: _one(F.linear),
     "aten.sum": _reduction,
     "aten.mean": _reduction,
+    "aten.copy_": _copy,
+    "aten.size": lambda op: lambda x: (x.shape,),
+    "fusion.broadcast_sizes": _broadcast_sizes,
 }
 for _name, _fn in _UNARY.items():
     _BUILDERS[_name] = lambda op, fn=_fn: _one(fn)

@@ -27,17 +27,26 @@ from fusec.dialects.inference import BOOL, DEFAULT_FLOAT, I64
 from xdsl.dialects.builtin import (
     DenseArrayBase,
     FloatAttr,
+    IntAttr,
     IntegerAttr,
     StringAttr,
     TensorType,
     i64,
 )
-from xdsl.ir import Attribute, Dialect, Operation, SSAValue
+from xdsl.ir import (
+    Attribute,
+    Dialect,
+    Operation,
+    ParametrizedAttribute,
+    SSAValue,
+    TypeAttribute,
+)
 from xdsl.irdl import (
     AnyAttr,
     IRDLOperation,
     VarResultDef,
     base,
+    irdl_attr_definition,
     irdl_op_definition,
     operand_def,
     opt_operand_def,
@@ -48,7 +57,9 @@ from xdsl.irdl import (
     var_operand_def,
     var_result_def,
 )
-from xdsl.traits import OpTrait, Pure
+from xdsl.parser import AttrParser
+from xdsl.printer import Printer
+from xdsl.traits import MemoryWriteEffect, OpTrait, Pure
 from xdsl.utils.exceptions import VerifyException
 
 Number = base(FloatAttr) | base(IntegerAttr)
@@ -250,9 +261,7 @@ class LeakyReluOp(FloatOnlyUnaryOp):
 
     name = "aten.leaky_relu"
     negative_slope = opt_prop_def(Number)
-    assembly_format = (
-        "$input (`negative_slope` `=` $negative_slope^)? attr-dict `:` type($input) `->` type($result)"
-    )
+    assembly_format = "$input (`negative_slope` `=` $negative_slope^)? attr-dict `:` type($input) `->` type($result)"
 
 
 @irdl_op_definition
@@ -341,11 +350,11 @@ class BinaryPointwiseOp(AtenOp, ABC):
     rhs = operand_def(AnyAttr())
     result = result_def(TensorType)
     traits = traits_def(Pure(), Pointwise())
-    assembly_format = (
-        "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)"
-    )
+    assembly_format = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)"
 
-    def __init__(self, lhs: SSAValue | Operation, rhs: SSAValue | Operation, **props: Attribute | None):
+    def __init__(
+        self, lhs: SSAValue | Operation, rhs: SSAValue | Operation, **props: Attribute | None
+    ):
         super().__init__([lhs, rhs], props)
 
     def result_dtype(self, operand_types: Sequence[Attribute]) -> Attribute:
@@ -368,9 +377,7 @@ class BinaryPointwiseOp(AtenOp, ABC):
 
 class AlphaBinaryOp(BinaryPointwiseOp, ABC):
     alpha = opt_prop_def(Number)
-    assembly_format = (
-        "$lhs `,` $rhs (`alpha` `=` $alpha^)? attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)"
-    )
+    assembly_format = "$lhs `,` $rhs (`alpha` `=` $alpha^)? attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)"
 
     def result_dtype(self, operand_types: Sequence[Attribute]) -> Attribute:
         dt = super().result_dtype(operand_types)
@@ -415,9 +422,7 @@ class DivOp(BinaryPointwiseOp):
 
     name = "aten.div"
     rounding_mode = opt_prop_def(StringAttr)
-    assembly_format = (
-        "$lhs `,` $rhs (`rounding_mode` `=` $rounding_mode^)? attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)"
-    )
+    assembly_format = "$lhs `,` $rhs (`rounding_mode` `=` $rounding_mode^)? attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)"
 
     def result_dtype(self, operand_types: Sequence[Attribute]) -> Attribute:
         dt = inf.result_dtype(operand_types)
@@ -461,8 +466,12 @@ def _binary(
 
 MulOp = _binary("aten.mul", "`a * b`.")
 PowOp = _binary("aten.pow", "`a ** b`; not for bool.", allows_bool=False)
-MaximumOp = _binary("aten.maximum", "Elementwise max of two tensors; NaN propagates.", tensors_only=True)
-MinimumOp = _binary("aten.minimum", "Elementwise min of two tensors; NaN propagates.", tensors_only=True)
+MaximumOp = _binary(
+    "aten.maximum", "Elementwise max of two tensors; NaN propagates.", tensors_only=True
+)
+MinimumOp = _binary(
+    "aten.minimum", "Elementwise min of two tensors; NaN propagates.", tensors_only=True
+)
 EqOp = _binary("aten.eq", "`a == b`.", "bool", "tensor<4xi1>")
 NeOp = _binary("aten.ne", "`a != b`.", "bool", "tensor<4xi1>")
 LtOp = _binary("aten.lt", "`a < b`.", "bool", "tensor<4xi1>")
@@ -536,9 +545,7 @@ class ExpandOp(ShapeUnaryOp):
         size = list(self.size.get_values())
         shape = t.get_shape()
         if len(size) < len(shape):
-            raise VerifyException(
-                f"{len(size)} sizes given for a tensor of rank {len(shape)}"
-            )
+            raise VerifyException(f"{len(size)} sizes given for a tensor of rank {len(shape)}")
         lead = len(size) - len(shape)
         out: list[int] = []
         for i, s in enumerate(size):
@@ -550,9 +557,7 @@ class ExpandOp(ShapeUnaryOp):
             elif s < 0:
                 raise VerifyException(f"size {s} of dim {i} is negative")
             elif old is not None and old != 1 and old != s:
-                raise VerifyException(
-                    f"dim {i} of size {old} cannot be expanded to {s}"
-                )
+                raise VerifyException(f"dim {i} of size {old} cannot be expanded to {s}")
             out.append(s)
         return [TensorType(t.get_element_type(), out)]
 
@@ -758,9 +763,7 @@ class SplitOp(ShapeOpBase):
         if self.sizes is not None:
             sizes = list(self.sizes.get_values())
             if sum(sizes) != total:
-                raise VerifyException(
-                    f"sizes {sizes} do not add up to dim {d} of size {total}"
-                )
+                raise VerifyException(f"sizes {sizes} do not add up to dim {d} of size {total}")
         else:
             step = self.split_size.value.data  # type: ignore[union-attr]
             if step <= 0:
@@ -913,9 +916,7 @@ class MatmulLikeOp(AtenOp, ABC):
     rhs = operand_def(TensorType)
     result = result_def(TensorType)
     traits = traits_def(Pure())
-    assembly_format = (
-        "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)"
-    )
+    assembly_format = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)"
 
     def __init__(self, lhs: SSAValue | Operation, rhs: SSAValue | Operation):
         super().__init__([lhs, rhs])
@@ -1040,7 +1041,9 @@ class ReductionOp(AtenOp, ABC):
             raise VerifyException(f"dims {given} name a dim twice")
         dims = set(listed) if listed else set(range(rank))
         keep = self.keepdim is not None and bool(self.keepdim.value.data)
-        shape = [1 if i in dims else s for i, s in enumerate(t.get_shape()) if keep or i not in dims]
+        shape = [
+            1 if i in dims else s for i, s in enumerate(t.get_shape()) if keep or i not in dims
+        ]
         dt = self.results[0].type.get_element_type() if self.results else self.default_dtype(t)
         return [TensorType(dt, shape)]
 
@@ -1113,6 +1116,98 @@ class OpaqueOp(IRDLOperation):
             raise VerifyException("needs a non-empty target name")
 
 
+# --------------------------------------------------------------------------- writes and sizes
+
+
+@irdl_attr_definition
+class SizeType(ParametrizedAttribute, TypeAttribute):
+    """A tensor's sizes as a runtime value (a `torch.Size`), for sizes that are
+    returned or passed on rather than folded into constants; `rank` is its length.
+
+    %s = aten.size %x : tensor<4x3xf32> -> !aten.size<2>
+    """
+
+    name = "aten.size"
+    rank: IntAttr
+
+    def __init__(self, rank: int | IntAttr):
+        super().__init__(IntAttr(rank) if isinstance(rank, int) else rank)
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
+        with parser.in_angle_brackets():
+            return [IntAttr(parser.parse_integer(allow_boolean=False, allow_negative=False))]
+
+    def print_parameters(self, printer: Printer) -> None:
+        with printer.in_angle_brackets():
+            printer.print_string(str(self.rank.data))
+
+
+@irdl_op_definition
+class CopyOp(AtenOp):
+    """`dst.copy_(src)`: writes `src` (broadcast, cast) into the tensor `dst` in place.
+
+    The imported form of every in-place op: `x.add_(y)` is `aten.add` then
+    `aten.copy_` back into `x`. It has a write effect, so DCE keeps it, and it is no
+    fusion candidate; `functionalize` removes the ones whose target has no alias.
+
+    aten.copy_ %x, %t : tensor<4x3xf32>, tensor<3xf32>
+    """
+
+    name = "aten.copy_"
+    dst = operand_def(TensorType)
+    src = operand_def(AnyAttr())
+    traits = traits_def(MemoryWriteEffect())
+    assembly_format = "$dst `,` $src attr-dict `:` type($dst) `,` type($src)"
+
+    def __init__(self, dst: SSAValue | Operation, src: SSAValue | Operation):
+        super().__init__([dst, src])
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
+        dst = _require_tensor(self, operand_types[0], "destination")
+        src = operand_types[1]
+        if isinstance(src, TensorType):
+            try:
+                fits = inf.broadcast_shapes(src.get_shape(), dst.get_shape()) == tuple(
+                    dst.get_shape()
+                )
+            except VerifyException:
+                fits = False
+            if not fits:
+                raise VerifyException(f"{src} does not broadcast to the destination {dst}")
+        return []
+
+
+@irdl_op_definition
+class SizeOp(IRDLOperation):
+    """`x.size()` as a runtime value (`torch.Size`), where a constant would make the
+    import valid only for the example shapes (a returned size, an opaque op's
+    argument).
+
+    %s = aten.size %x : tensor<4x3xf32> -> !aten.size<2>
+    """
+
+    name = "aten.size"
+    input = operand_def(TensorType)
+    result = result_def(SizeType)
+    traits = traits_def(Pure())
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue | Operation):
+        t = SSAValue.get(input).type
+        assert isinstance(t, TensorType)
+        super().__init__(operands=[input], result_types=[SizeType(t.get_num_dims())])
+
+    def verify_(self) -> None:
+        t = self.input.type
+        assert isinstance(t, TensorType) and isinstance(self.result.type, SizeType)
+        if self.result.type.rank.data != t.get_num_dims():
+            raise VerifyException(
+                f"the size of a tensor of rank {t.get_num_dims()} has rank "
+                f"{t.get_num_dims()}, got {self.result.type}"
+            )
+
+
 ATEN_OPS: list[type[Operation]] = [
     NegOp, AbsOp, ReluOp, ExpOp, Expm1Op, LogOp, Log1pOp, SqrtOp, RsqrtOp, ReciprocalOp,
     SigmoidOp, TanhOp, SiluOp, ErfOp, SinOp, CosOp, LogicalNotOp, LeakyReluOp, GeluOp,
@@ -1122,4 +1217,6 @@ ATEN_OPS: list[type[Operation]] = [
     CatOp, NarrowOp, SliceOp, MatmulOp, MmOp, AddmmOp, LinearOp, SumOp, MeanOp, OpaqueOp,
 ]  # fmt: skip
 
-Aten = Dialect("aten", ATEN_OPS, [])
+ATEN_OPS += [CopyOp, SizeOp]
+
+Aten = Dialect("aten", ATEN_OPS, [SizeType])

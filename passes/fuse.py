@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 from fusec.dialects.aten import ChunkOp
 from fusec.dialects.fusion import GroupOp
+from fusec.passes.fuse_concat_exits import reads_cat_exit
 from fusec.passes.fusion_utils import (
     DEFAULT_ARG_LIMIT,
     FusionState,
@@ -61,7 +62,7 @@ def _is_producer_for(consumer: Operation, producer: Operation) -> bool:
     """Pointwise ops and groups fuse; a chunk fuses only if `consumer` holds all its
     uses (its outputs become views inside the group, as the seeds' ConstantChunk)."""
     if isinstance(producer, GroupOp) or is_pointwise(producer):
-        return not in_group(producer)
+        return not in_group(producer) and not reads_cat_exit(consumer, producer)
     if isinstance(producer, ChunkOp):
         return all(u.operation is consumer for r in producer.results for u in r.uses)
     return False
@@ -78,6 +79,8 @@ def try_fuse(
     if producer is consumer or not _is_producer_for(consumer, producer):
         return False
     if any(state.has_user_before(r, consumer) for r in producer.results):
+        return False
+    if state.crosses_write(producer, consumer):
         return False
     if arg_count_after(consumer, producer, inputs) > state.arg_limit:
         return False

@@ -20,14 +20,16 @@ analysis on every step), so nothing here rescans a block per fusion step:
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from fusec.dialects.aten import Pointwise
+from fusec.dialects.aten import CopyOp, Pointwise
 from fusec.dialects.fusion import GroupOp, YieldOp
 from fusec.dialects.inference import is_scalar
+from fusec.passes.aliasing import alias_root, may_alias, tensor_roots
 from xdsl.dialects.arith import ConstantOp
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Block, BlockArgument, Operation, OpResult, Region, SSAValue, SSAValues
@@ -81,6 +83,9 @@ class FusionState:
     _seq: itertools.count[int] = field(default_factory=itertools.count)
     cloned_constants: set[Operation] = field(default_factory=set[Operation])
     _sizes: dict[GroupOp, int] = field(default_factory=dict[GroupOp, int])
+    _writes: dict[Block, tuple[list[int], list[object]]] = field(
+        default_factory=dict[Block, tuple[list[int], list[object]]]
+    )
 
     _version: dict[Operation, int] = field(default_factory=dict[Operation, int])
     _scanned: dict[Operation, int] = field(default_factory=dict[Operation, int])
@@ -189,6 +194,27 @@ class FusionState:
         assert block is not None
         firsts = [f for r in group.results if (f := self.first_user(r, block)) is not None]
         return min(firsts, key=lambda f: f[0])[1] if firsts else None
+
+    def crosses_write(self, producer: Operation, consumer: Operation) -> bool:
+        """Would moving `producer` down to `consumer` carry a read of a tensor past an
+        `aten.copy_` that may write it? (Ops only ever move down, into a later
+        consumer's group, so no read moves up before a write.) Writes never move, so
+        their positions are collected once per block."""
+        block = consumer.parent_block()
+        assert block is not None
+        writes = self._writes.get(block)
+        if writes is None:
+            found = [
+                (self.position(o), alias_root(o.dst)) for o in block.ops if isinstance(o, CopyOp)
+            ]
+            writes = self._writes[block] = ([p for p, _ in found], [r for _, r in found])
+        positions, roots = writes
+        lo = bisect.bisect_right(positions, self.position(producer))
+        hi = bisect.bisect_left(positions, self.position(consumer))
+        if lo >= hi:
+            return False
+        reads = tensor_roots(producer.operands)
+        return any(may_alias(w, r) for w in roots[lo:hi] for r in reads)
 
     def has_user_before(self, value: SSAValue, consumer: Operation) -> bool:
         """Does an op other than `consumer` use `value` before `consumer`'s position?

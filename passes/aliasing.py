@@ -1,0 +1,60 @@
+"""Which tensors may share memory: the alias facts `functionalize` and `fuse` need.
+
+SSA values name tensors (buffers), and `aten.copy_` writes one in place, so a read
+of `%x` sees every write to `%x` or to a tensor sharing its memory. A value's
+*alias root* is the tensor its memory belongs to:
+
+    %v = aten.narrow %x dim = 0 start = 0 length = 1 : ...   root(%v) = root(%x)
+    %y = aten.exp %x : ...                                    root(%y) = %y (fresh)
+    %o = aten.opaque "f"(%x) : ...                            root(%o) = UNKNOWN
+    func.func @f(%x: ...)                                     root(%x) = ARGUMENT
+
+Views (`ShapeOp` ops and casts to the same type, which PyTorch answers with the
+input itself) share their input's root; other aten ops return fresh tensors and are
+their own root; function arguments share the `ARGUMENT` root (the caller may pass
+one tensor twice, or views of one tensor), and opaque results (any view of
+anything) have the `UNKNOWN` root, which may alias every other root.
+"""
+
+from __future__ import annotations
+
+from fusec.dialects.aten import OpaqueOp, ShapeOp, ToOp
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Operation, OpResult, SSAValue
+
+ARGUMENT = object()
+"""The alias root of function arguments (and block arguments in general)."""
+
+UNKNOWN = object()
+"""The alias root of opaque results."""
+
+
+def is_view_op(op: Operation) -> bool:
+    """Does `op` return (a view of) its first operand rather than a fresh tensor?"""
+    if op.has_trait(ShapeOp):
+        return True
+    return isinstance(op, ToOp) and op.operands[0].type == op.results[0].type
+
+
+def aliases_operands(op: Operation) -> bool:
+    """May a result of `op` share memory with one of its operands?"""
+    return is_view_op(op) or isinstance(op, OpaqueOp)
+
+
+def alias_root(value: SSAValue) -> object:
+    """The tensor whose memory `value` is (see the module docstring)."""
+    while isinstance(value, OpResult) and is_view_op(value.op) and value.op.operands:
+        value = value.op.operands[0]
+    if not isinstance(value, OpResult):
+        return ARGUMENT
+    return UNKNOWN if isinstance(value.op, OpaqueOp) else value
+
+
+def may_alias(a: object, b: object) -> bool:
+    """May tensors with alias roots `a` and `b` share memory?"""
+    return a is b or a is UNKNOWN or b is UNKNOWN
+
+
+def tensor_roots(values: list[SSAValue] | tuple[SSAValue, ...]) -> set[object]:
+    """The alias roots of the tensors among `values`."""
+    return {alias_root(v) for v in values if isinstance(v.type, TensorType)}
