@@ -4,11 +4,13 @@ Each call computes the specialization of its inputs: per tensor its dtype,
 device, rank, which dims are 1 (they broadcast), contiguity and whether autograd
 needs it; per Python scalar its type. A new specialization runs
 
-    import (fx -> aten, with these inputs) -> FUSE_PIPELINE -> kernels (cache) -> host program
+    import (fx -> aten, with these inputs) -> COMPILE_PIPELINE -> kernels (cache) -> host program
 
 and later calls with the same specialization only launch. After
-`max_specializations` different ones, new specializations run eagerly with a
-warning. Graphs whose import folds sizes (`x.view(x.size(0), -1)`) specialize on
+`max_specializations` different ones, a new specialization runs the first
+compiled program that is right for any input through its guards (groups whose
+guard fails run their unfused ops), or eagerly when there is none; a warning says
+which. Graphs whose import folds sizes (`x.view(x.size(0), -1)`) specialize on
 exact shapes instead of broadcast patterns.
 
     f = fusec.compile(lstm_cell)
@@ -43,12 +45,16 @@ class CompileOptions:
 
     max_specializations: int = 8
     pipeline: str | None = None
-    """Pass pipeline to run after import; None is `FUSE_PIPELINE`."""
+    """Pass pipeline to run after import; None is `COMPILE_PIPELINE` with guards
+    for the inputs' device."""
     target: str = "cpu"
     use_kernels: bool = True
     """False runs every fused group through PyTorch (for tests and debugging)."""
     cache: Any = None
     """A `KernelCache`; None is the process-wide one."""
+    cuda_graphs: bool = False
+    """Capture each specialization's launches in a CUDA graph and replay it
+    (`fusec.runtime.cudagraphs`); ineligible calls run without one."""
 
 
 def _context() -> Context:
@@ -73,11 +79,12 @@ def _available_passes() -> dict[str, Any]:
 
 
 def run_pipeline(module: ModuleOp, pipeline: str | None = None) -> ModuleOp:
-    """Apply `pipeline` (default `FUSE_PIPELINE`) to `module` in place."""
+    """Apply `pipeline` (default `COMPILE_PIPELINE`: fuse, then guard for CPU
+    kernels) to `module` in place."""
     if pipeline is None:
-        from fusec.pipelines import FUSE_PIPELINE
+        from fusec.pipelines import COMPILE_PIPELINE
 
-        pipeline = FUSE_PIPELINE
+        pipeline = COMPILE_PIPELINE
     if pipeline:
         PassPipeline.parse_spec(_available_passes(), pipeline).apply(_context(), module)
         module.verify()
@@ -169,7 +176,28 @@ class CompiledFunction:
             return self._eager(args)
         self.launches_per_call = program.launches
         inputs = [g(args) for g in spec.getters]
-        return _fill(spec.outputs, program(inputs))
+        if self.options.cuda_graphs:
+            return _fill(spec.outputs, self._graph_runner(spec)(args, inputs))
+        results = program(inputs)
+        self.launches_per_call = program.last_launches  # less the groups whose guard failed
+        return _fill(spec.outputs, results)
+
+    def _graph_runner(self, spec: Specialization) -> Any:
+        """The CUDA graph runner of a compiled specialization (made on first use)."""
+        runners: dict[int, Any] = self.__dict__.setdefault("_cuda_graph_runners", {})
+        runner = runners.get(id(spec))
+        if runner is None or runner.program is not spec.program:  # ids are reused
+            from fusec.runtime.cudagraphs import CudaGraphRunner, input_names, mutated_inputs
+
+            assert self.gm is not None and spec.imported is not None and spec.program
+            sources = [s for s in spec.imported.inputs if s[0] != "skip"]
+            runner = runners[id(spec)] = CudaGraphRunner(
+                spec.program,
+                [where if kind == "arg" else None for kind, where in sources],
+                input_names(self.gm),
+                mutated_inputs(self.gm),
+            )
+        return runner
 
     def _eager(self, args: Sequence[Any]) -> Any:
         fn = self.gm if self.gm is not None else self.original
@@ -183,17 +211,21 @@ class CompiledFunction:
             spec = self.specializations.get(key)
             if spec is not None:
                 return spec
-            compiled = [s for s in self.specializations.values() if s.program is not None]
+            compiled = {id(s): s for s in self.specializations.values() if s.program is not None}
             if len(compiled) >= self.options.max_specializations:
                 reason = (
                     f"more than max_specializations={self.options.max_specializations} "
                     "input specializations (dtype, rank, broadcast pattern, contiguity, "
                     "device, autograd)"
                 )
+                # The program's guards make any input safe for its groups: those
+                # that do not match run their unfused ops.
+                reused = self._guarded_program_for(key, args)
                 if not self._warned:
-                    warnings.warn(f"fusec: running eagerly: {reason}", stacklevel=3)
+                    action = "running eagerly" if reused is None else "reusing a guarded program"
+                    warnings.warn(f"fusec: {action}: {reason}", stacklevel=3)
                     self._warned = True
-                spec = Specialization(None, reason=reason)
+                spec = reused or Specialization(None, reason=reason)
             else:
                 spec = self._compile(args, key)
                 if (
@@ -206,6 +238,27 @@ class CompiledFunction:
                     key = self._key(args)
             self.specializations[key] = spec
             return spec
+
+    def _guarded_program_for(self, key: Any, args: Sequence[Any]) -> Specialization | None:
+        """The first compiled specialization whose program is right for `args`
+        through its guards: arguments of the same kinds (tensor or scalar type),
+        no autograd, and nothing unguarded that depends on the example inputs."""
+        from fusec.passes.guard import why_not_input_generic
+
+        if self._exact_shapes or self._eager_reason(args) is not None:
+            return None
+        kinds = [_arg_kind(a) for a in key[1:]]
+        for k, spec in self.specializations.items():
+            imported = spec.imported
+            if spec.program is None or imported is None or imported.shape_dependent:
+                continue
+            if [_arg_kind(a) for a in k[1:]] != kinds:
+                continue
+            why = why_not_input_generic(imported.func)
+            if why is None:
+                return spec
+            log.info("fusec: a compiled program cannot serve other inputs: %s", why)
+        return None
 
     def _compile(self, args: Sequence[Any], key: Any) -> Specialization:
         start = time.perf_counter()
@@ -238,10 +291,10 @@ class CompiledFunction:
         name = getattr(self.original, "__name__", None) or type(self.original).__name__
         imported = import_fx(self.gm, args, name)
         module = imported.module
-        run_pipeline(module, self.options.pipeline)
-        on_cpu = all(a.device.type == "cpu" for a in args if isinstance(a, torch.Tensor))
-        # Only CPU kernels are wired in: groups over other devices run through PyTorch.
-        kernels = self._kernel_provider() if on_cpu else (lambda group: None)
+        run_pipeline(module, self.options.pipeline or _compile_pipeline(args))
+        # CPU kernels for all-CPU inputs, GPU kernels for inputs on one CUDA device;
+        # mixed devices run their groups through PyTorch.
+        kernels = self._kernel_provider(args)
         root = self.gm
 
         def opaque(op: Any) -> Callable[..., tuple[Any, ...]]:
@@ -256,20 +309,43 @@ class CompiledFunction:
             program, getters, imported.outputs, imported, module_text=lambda: str(module)
         )
 
-    def _kernel_provider(self) -> Callable[[Any], Any]:
+    def _kernel_provider(self, args: Sequence[Any]) -> Callable[[Any], Any]:
         from fusec.runtime import cache as cache_mod
 
         if not self.options.use_kernels or not cache_mod.codegen_available():
             return lambda group: None
         cache = self.options.cache or cache_mod.default_cache()
-        target = self.options.target
-        return lambda group: cache.kernel_for(group, target)
+        tensors = [a for a in args if isinstance(a, torch.Tensor)]
+        if all(t.device.type == "cpu" for t in tensors):
+            # An "sm_XX" target means GPU kernels for CUDA inputs; CPU inputs get CPU ones.
+            target = "cpu" if self.options.target.startswith("sm_") else self.options.target
+            return lambda group: cache.kernel_for(group, target)
+        from fusec.runtime.cuda import gpu_kernel_provider
+
+        return gpu_kernel_provider(cache, tensors)
 
     # ------------------------------------------------------------------ inspection
 
     def ir(self) -> str:
         """The IR of the last specialization that ran (after the pipeline)."""
         return "" if self.last is None else self.last.module_text()
+
+
+def _compile_pipeline(args: Sequence[Any]) -> str:
+    """`COMPILE_PIPELINE` with guards for the device the inputs are on (a CUDA
+    device by index: its kernels are loaded for that device)."""
+    from fusec.pipelines import compile_pipeline
+
+    devices = [a.device for a in args if isinstance(a, torch.Tensor)]
+    device = devices[0] if devices else torch.device("cpu")
+    return compile_pipeline("cpu" if device.type == "cpu" else str(device))
+
+
+def _arg_kind(spec: Any) -> Any:
+    """A specialization entry less what guards check: "tensor", or the scalar type."""
+    if isinstance(spec, tuple) and spec and isinstance(spec[0], torch.dtype):
+        return "tensor"
+    return spec
 
 
 def _needs_grad(args: Sequence[Any], params: Sequence[torch.Tensor]) -> bool:

@@ -13,9 +13,13 @@ which dims are 1). Entries live in memory and on disk (`$FUSEC_CACHE_DIR`, defau
     b"FUSEC-K1" | sha256(payload) (32 bytes) | len(payload) (8 bytes, little endian) | payload
 
 where the payload is the pickled `KernelArtifact`. A file whose header, length or
-checksum is wrong is rebuilt. Writes go to a temporary file renamed into place;
-a `filelock` per key makes concurrent processes build a kernel once, and a lock
-per key does the same for threads.
+checksum is wrong is rebuilt. A GPU artifact ("sm_XX", PTX) loads as a
+`fusec.runtime.cuda.CudaKernel`: its cubin is assembled once and a module is loaded
+per device on first use, so devices of one arch share the entry.
+
+Writes go to a temporary file renamed into place; a `filelock` per key makes
+concurrent processes build a kernel once, and a lock per key does the same for
+threads.
 """
 
 from __future__ import annotations
@@ -61,6 +65,11 @@ def _default_builder(group: GroupOp, target: str) -> Any:
 
 
 def _default_loader(artifact: Any) -> Any:
+    if getattr(artifact, "target", "cpu") != "cpu":
+        # "sm_XX": PTX assembled to a cubin once, a module per device on first use.
+        from fusec.runtime.cuda import load_kernel as load_cuda_kernel
+
+        return load_cuda_kernel(artifact)
     from fusec.runtime.cpu import load_kernel
 
     return load_kernel(artifact)
