@@ -81,7 +81,9 @@ def main() -> None:
         ]  # fmt: skip
         for name, group, eager, inputs, nbytes in cases:
             kernel = load_kernel(build_kernel(group))
-            for got, want in zip(kernel(inputs), eager(*inputs) if name == "lstm" else [eager(*inputs)], strict=True):
+            for got, want in zip(
+                kernel(inputs), eager(*inputs) if name == "lstm" else [eager(*inputs)], strict=True
+            ):
                 torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
             impls: list[tuple[str, Callable[[], object]]] = [
                 ("eager", lambda eager=eager, inputs=inputs: eager(*inputs)),
@@ -95,7 +97,9 @@ def main() -> None:
             for impl, fn in impls:
                 s = timeit(fn)
                 base = base or s
-                print(f"{name:<10}{n:>10}  {impl:<9}{s * 1e6:>12.1f}{nbytes / s / 1e9:>8.2f}{base / s:>9.2f}x")
+                print(
+                    f"{name:<10}{n:>10}  {impl:<9}{s * 1e6:>12.1f}{nbytes / s / 1e9:>8.2f}{base / s:>9.2f}x"
+                )
 
 
 if __name__ == "__main__":

@@ -75,7 +75,9 @@ def located_verify_error(module: ModuleOp, err: Exception) -> LocatedError:
     return LocatedError(f"{op_location(module)}: error: {err}")
 
 
-def parse_and_verify(ctx: Context, source: str | bytes, name: str, line_offset: int = 0) -> ModuleOp:
+def parse_and_verify(
+    ctx: Context, source: str | bytes, name: str, line_offset: int = 0
+) -> ModuleOp:
     """Parse and verify a module; every failure is a located `DiagnosticException`."""
     parser = LocatedParser(ctx, source, name)
     parser.line_offset = line_offset

@@ -23,7 +23,7 @@ def _llvm_funcs(module: ModuleOp) -> list[llvm.FuncOp]:
 class LLVMIRTarget(Target):
     """The module's `llvm.func` kernels as LLVM IR text.
 
-        fusec-opt --fuse --emit=llvmir model.mlir
+    fusec-opt --fuse --emit=llvmir model.mlir
     """
 
     name = "llvmir"

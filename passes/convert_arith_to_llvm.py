@@ -253,8 +253,14 @@ class IntCastToLLVM(RewritePattern):
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
         if not isinstance(
             op,
-            arith.ExtSIOp | arith.ExtUIOp | arith.TruncIOp | arith.IndexCastOp
-            | arith.SIToFPOp | arith.UIToFPOp | arith.FPToSIOp | arith.BitcastOp,
+            arith.ExtSIOp
+            | arith.ExtUIOp
+            | arith.TruncIOp
+            | arith.IndexCastOp
+            | arith.SIToFPOp
+            | arith.UIToFPOp
+            | arith.FPToSIOp
+            | arith.BitcastOp,
         ):
             return
         x = to_llvm(op.operands[0], rewriter)
@@ -321,4 +327,6 @@ class ConvertArithToLLVMPass(ModulePass):
     name = "convert-arith-to-llvm"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        PatternRewriteWalker(GreedyRewritePatternApplier(list(ARITH_TO_LLVM_PATTERNS))).rewrite_module(op)
+        PatternRewriteWalker(
+            GreedyRewritePatternApplier(list(ARITH_TO_LLVM_PATTERNS))
+        ).rewrite_module(op)

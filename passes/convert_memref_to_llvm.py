@@ -43,7 +43,13 @@ def _address(
     assert isinstance(t, MemRefType) and t.get_num_dims() == 1, "flat memrefs only"
     ptr = to_llvm(ref, rewriter)
     idx = to_llvm(indices[0], rewriter)
-    gep = llvm.GEPOp(ptr, [llvm.GEP_USE_SSA_VAL], memory_type(t.get_element_type()), ssa_indices=[idx], inbounds=True)
+    gep = llvm.GEPOp(
+        ptr,
+        [llvm.GEP_USE_SSA_VAL],
+        memory_type(t.get_element_type()),
+        ssa_indices=[idx],
+        inbounds=True,
+    )
     return gep, t
 
 
@@ -87,4 +93,6 @@ class ConvertMemrefToLLVMPass(ModulePass):
     name = "convert-memref-to-llvm"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        PatternRewriteWalker(GreedyRewritePatternApplier([LoadToLLVM(), StoreToLLVM()])).rewrite_module(op)
+        PatternRewriteWalker(
+            GreedyRewritePatternApplier([LoadToLLVM(), StoreToLLVM()])
+        ).rewrite_module(op)

@@ -79,7 +79,7 @@ _CHILD = textwrap.dedent(
 
     args = (torch.randn(8, 64), torch.randn(8, 16))
     f = fusec.compile(tail)
-    ok = all(torch.allclose(a, b) for a, b in zip(f(*args), tail(*args)))
+    ok = all(torch.allclose(a, b, rtol=1.3e-6, atol=1e-5) for a, b in zip(f(*args), tail(*args)))
     print(json.dumps({**fusec.cache_stats(), "ok": ok, "launches": f.launches_per_call}))
     """
 )

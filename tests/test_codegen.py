@@ -44,7 +44,9 @@ def make_group(
             cls = getattr(aten, name)
 
             def build(*args, **kw):
-                shape_op = cls.get_irdl_definition() and aten.ShapeOp in [type(t) for t in cls.traits]
+                shape_op = cls.get_irdl_definition() and aten.ShapeOp in [
+                    type(t) for t in cls.traits
+                ]
                 op = cls(list(args), kw) if shape_op else cls(*args, **kw)
                 ops.append(op)
                 return op.results[0] if len(op.results) == 1 else op.results
@@ -180,7 +182,14 @@ def test_nan_and_inf_semantics() -> None:
                            bld.ClampOp(x, min=FloatAttr(-1.0, inf.F64), max=FloatAttr(0.5, inf.F64)),
                            bld.NeOp(x, y), bld.EqOp(x, y)],
     )  # fmt: skip
-    want = [torch.maximum(a, b), torch.minimum(a, b), torch.relu(a), a.clamp(-1.0, 0.5), a != b, a == b]
+    want = [
+        torch.maximum(a, b),
+        torch.minimum(a, b),
+        torch.relu(a),
+        a.clamp(-1.0, 0.5),
+        a != b,
+        a == b,
+    ]
     for g, w in zip(got, want, strict=True):
         check(g, w)
 
@@ -199,7 +208,9 @@ def test_parametrised_unary(dtype: torch.dtype) -> None:
     check(got[2], torch.nn.functional.gelu(x, approximate="tanh"))
     check(got[3], torch.add(x, x, alpha=3))
     xi = sample(torch.int64, (9,))
-    (gi,) = run([xi], lambda b, a: b.ClampOp(a, min=IntegerAttr(-3, inf.I64), max=IntegerAttr(4, inf.I64)))
+    (gi,) = run(
+        [xi], lambda b, a: b.ClampOp(a, min=IntegerAttr(-3, inf.I64), max=IntegerAttr(4, inf.I64))
+    )
     check(gi, xi.clamp(-3, 4))
 
 
@@ -261,7 +272,9 @@ def test_views_of_inputs() -> None:
     i64 = inf.I64
 
     def narrow(b, a):
-        n = b.NarrowOp(a, dim=IntegerAttr(1, i64), start=IntegerAttr(2, i64), length=IntegerAttr(3, i64))
+        n = b.NarrowOp(
+            a, dim=IntegerAttr(1, i64), start=IntegerAttr(2, i64), length=IntegerAttr(3, i64)
+        )
         return b.NegOp(n)
 
     def transpose_slice(b, a):

@@ -109,7 +109,10 @@ def test_split_input_file_parse_error_line(tmp_path: Path) -> None:
 
 
 def test_verify_diagnostics_prints_and_exits_zero(tmp_path: Path) -> None:
-    source = GOOD.replace("aten.neg %x : tensor<4xf32> -> tensor<4xf32>", "aten.neg %x : tensor<4xf32> -> tensor<4xf16>")
+    source = GOOD.replace(
+        "aten.neg %x : tensor<4xf32> -> tensor<4xf32>",
+        "aten.neg %x : tensor<4xf32> -> tensor<4xf16>",
+    )
     source = source.replace("func.return %0 : tensor<4xf32>", "func.return %0 : tensor<4xf16>")
     source = source.replace("-> tensor<4xf32> {", "-> tensor<4xf16> {")
     rc, out, err = run(tmp_path, source, "--verify-diagnostics")

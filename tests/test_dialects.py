@@ -40,7 +40,9 @@ def test_traits(op: type[aten.AtenOp]) -> None:
     assert op.has_trait(aten.ShapeOp) == (op.name in SHAPE_OPS)
 
 
-@pytest.mark.parametrize("op", aten.ATEN_OPS + [fusion.GroupOp, fusion.YieldOp], ids=lambda o: o.name)
+@pytest.mark.parametrize(
+    "op", aten.ATEN_OPS + [fusion.GroupOp, fusion.YieldOp], ids=lambda o: o.name
+)
 def test_docstring_has_ir_example(op: type) -> None:
     assert op.__doc__ and f"{op.name} " in op.__doc__
 

@@ -18,7 +18,6 @@ FUSED_TOLERANCE = {
 }
 
 
-
 def check(fn, args, launches=None, **tol):
     """Compile `fn`, run it twice (compile, then the cached program), compare with eager."""
     dtypes = {a.dtype for a in args if isinstance(a, torch.Tensor)}

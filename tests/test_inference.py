@@ -277,16 +277,51 @@ def test_to_keeps_shape_and_names_dtype() -> None:
 
 BINARY: list[tuple[str, type[Operation], dict[str, Attribute], Callable[..., Any]]] = [
     ("add", aten.AddOp, {}, torch.add),
-    ("add alpha=2", aten.AddOp, {"alpha": aten.number_attr(2)}, lambda a, b: torch.add(a, b, alpha=2)),
-    ("add alpha=0.5", aten.AddOp, {"alpha": aten.number_attr(0.5)}, lambda a, b: torch.add(a, b, alpha=0.5)),
-    ("add alpha=True", aten.AddOp, {"alpha": aten.number_attr(True)}, lambda a, b: torch.add(a, b, alpha=True)),
+    (
+        "add alpha=2",
+        aten.AddOp,
+        {"alpha": aten.number_attr(2)},
+        lambda a, b: torch.add(a, b, alpha=2),
+    ),
+    (
+        "add alpha=0.5",
+        aten.AddOp,
+        {"alpha": aten.number_attr(0.5)},
+        lambda a, b: torch.add(a, b, alpha=0.5),
+    ),
+    (
+        "add alpha=True",
+        aten.AddOp,
+        {"alpha": aten.number_attr(True)},
+        lambda a, b: torch.add(a, b, alpha=True),
+    ),
     ("sub", aten.SubOp, {}, torch.sub),
-    ("sub alpha=2", aten.SubOp, {"alpha": aten.number_attr(2)}, lambda a, b: torch.sub(a, b, alpha=2)),
-    ("sub alpha=0.5", aten.SubOp, {"alpha": aten.number_attr(0.5)}, lambda a, b: torch.sub(a, b, alpha=0.5)),
+    (
+        "sub alpha=2",
+        aten.SubOp,
+        {"alpha": aten.number_attr(2)},
+        lambda a, b: torch.sub(a, b, alpha=2),
+    ),
+    (
+        "sub alpha=0.5",
+        aten.SubOp,
+        {"alpha": aten.number_attr(0.5)},
+        lambda a, b: torch.sub(a, b, alpha=0.5),
+    ),
     ("mul", aten.MulOp, {}, torch.mul),
     ("div", aten.DivOp, {}, torch.div),
-    ("div trunc", aten.DivOp, {"rounding_mode": StringAttr("trunc")}, lambda a, b: torch.div(a, b, rounding_mode="trunc")),
-    ("div floor", aten.DivOp, {"rounding_mode": StringAttr("floor")}, lambda a, b: torch.div(a, b, rounding_mode="floor")),
+    (
+        "div trunc",
+        aten.DivOp,
+        {"rounding_mode": StringAttr("trunc")},
+        lambda a, b: torch.div(a, b, rounding_mode="trunc"),
+    ),
+    (
+        "div floor",
+        aten.DivOp,
+        {"rounding_mode": StringAttr("floor")},
+        lambda a, b: torch.div(a, b, rounding_mode="floor"),
+    ),
     ("pow", aten.PowOp, {}, torch.pow),
     ("maximum", aten.MaximumOp, {}, torch.maximum),
     ("minimum", aten.MinimumOp, {}, torch.minimum),
@@ -371,7 +406,9 @@ def test_where_broadcasts_all_three() -> None:
 SHAPE = (2, 6, 1)
 
 
-def _shape_cases() -> list[tuple[str, Callable[[SSAValue], Operation], Callable[[torch.Tensor], Any]]]:
+def _shape_cases() -> list[
+    tuple[str, Callable[[SSAValue], Operation], Callable[[torch.Tensor], Any]]
+]:
     i64 = inf.I64
 
     def ia(v: int) -> IntegerAttr:

@@ -12,7 +12,15 @@ def test_filecheck_suite() -> None:
     bindir = str(Path(sys.executable).parent)
     env = {**os.environ, "PATH": bindir + os.pathsep + os.environ.get("PATH", "")}
     proc = subprocess.run(
-        [sys.executable, "-c", "from lit.main import main; main()", "-q", "-j", str(os.cpu_count() or 2), str(ROOT / "filecheck")],
+        [
+            sys.executable,
+            "-c",
+            "from lit.main import main; main()",
+            "-q",
+            "-j",
+            str(os.cpu_count() or 2),
+            str(ROOT / "filecheck"),
+        ],
         env=env,
         capture_output=True,
         text=True,
