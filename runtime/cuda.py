@@ -191,14 +191,19 @@ _devices: dict[int, _Device] = {}
 _devices_lock = threading.Lock()
 
 
+def _once(table: dict[Any, Any], lock: threading.Lock, key: Any, make: Callable[[], Any]) -> Any:
+    """`table[key]`, made by `make()` the first time; the lock is only taken on a miss."""
+    value = table.get(key)
+    if value is None:
+        with lock:
+            value = table.get(key)
+            if value is None:
+                value = table[key] = make()
+    return value
+
+
 def _device(index: int) -> _Device:
-    d = _devices.get(index)
-    if d is None:
-        with _devices_lock:
-            d = _devices.get(index)
-            if d is None:
-                d = _devices[index] = _Device(index)
-    return d
+    return _once(_devices, _devices_lock, index, lambda: _Device(index))
 
 
 @functools.cache
@@ -397,15 +402,12 @@ class CudaKernel:
 
     def function(self, device: int) -> Any:
         """The kernel's CUfunction on `device`, loading its module the first time."""
-        fn = self.functions.get(device)
-        if fn is None:
-            with self._lock:
-                fn = self.functions.get(device)
-                if fn is None:
-                    module = self._load(device)
-                    self._modules[device] = module
-                    fn = self.functions[device] = get_function(module, self.artifact.name, device)
-        return fn
+
+        def load() -> Any:
+            module = self._modules[device] = self._load(device)
+            return get_function(module, self.artifact.name, device)
+
+        return _once(self.functions, self._lock, device, load)
 
     def _load(self, device: int) -> Any:
         try:
@@ -468,11 +470,7 @@ _loaded_lock = threading.Lock()
 def load_kernel(artifact: KernelArtifact) -> CudaKernel:
     """The `CudaKernel` of an "sm_XX" artifact, one per artifact (its cubin is
     assembled once; modules load per device on first use)."""
-    with _loaded_lock:
-        k = _loaded.get(artifact)
-        if k is None:
-            k = _loaded[artifact] = CudaKernel(artifact)
-        return k
+    return _once(_loaded, _loaded_lock, artifact, lambda: CudaKernel(artifact))
 
 
 # ---------------------------------------------------------------------- fusec.compile
