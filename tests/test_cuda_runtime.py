@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import logging
+import re
 import struct
 from collections.abc import Callable, Sequence
 from types import SimpleNamespace
@@ -159,6 +160,37 @@ def test_kernel_params_follow_the_signature_order_and_types() -> None:
         expected += [pointers[k], k, 2**64 - 1]
     assert list(values) == [*expected, 0.5]
     assert list(types) == [u64] * len(expected) + [f64]
+
+
+def test_kernel_params_match_the_ptx_entry_parameters() -> None:
+    """The host-side parameter list must be exactly the PTX `.entry`'s: same
+    count, and each value in a slot of the declared width and kind."""
+    _toolchain_or_skip()
+
+    def f(x: torch.Tensor, a: float, n: int, flag: bool) -> torch.Tensor:
+        return torch.sigmoid(x * a + n) * flag
+
+    (group,) = groups(f, torch.randn(4, 3), 0.5, 3, True)
+    artifact = KernelCache().kernel_for(group, "sm_80").artifact
+    sig = artifact.signature
+    assert sorted(dt for _, dt in sig.scalars) == ["f64", "i1", "i64"]
+    ptx = artifact.code.decode()
+    entry = ptx[ptx.index(f".entry {artifact.name}(") :]
+    declared = re.findall(r"\.param\s+\.(\w+)", entry[: entry.index(")")])
+    n_tensors = len(sig.operands) + len(sig.outputs)
+    scalars = {"f64": 0.5, "i64": 3, "i1": True}
+    _, types = cuda.kernel_params(
+        sig,
+        [0] * n_tensors,
+        [[1] * sig.loop_rank] * n_tensors,
+        (4, 3),
+        [scalars[dt] for _, dt in sig.scalars],
+    )
+    ptx_type = {ctypes.c_uint64: ("u64", "b64", "s64"), ctypes.c_double: ("f64",),
+                ctypes.c_uint8: ("u8", "b8", "s8")}  # fmt: skip
+    assert len(declared) == len(types)
+    for k, (t, d) in enumerate(zip(types, declared, strict=True)):
+        assert d in ptx_type[t], f"parameter {k}: host {t.__name__}, PTX .{d}"
 
 
 def test_kernel_params_of_a_rank_0_kernel() -> None:
