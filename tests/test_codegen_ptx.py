@@ -9,7 +9,7 @@ GPU case. Each (family, arch) is one PTX module (`build_gpu_kernels`): libdevice
 is linked and the module optimized and assembled once, not once per kernel.
 
 Skips only when no CUDA toolchain exists at all; with the `cuda` extra installed
-a missing tool fails (test_ptx's `_toolchain_or_skip`).
+a missing tool fails (`toolchains.cuda_toolchain_or_skip`).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from fusec.codegen import KernelArtifact, build_gpu_kernels, build_kernel, kerne
 from fusec.dialects import inference as inf
 from fusec.dialects.fusion import GroupOp
 from fusec.ptx import assemble_ptx
+from toolchains import cuda_toolchain_or_skip
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr, StringAttr, TensorType
 
 
@@ -52,10 +53,6 @@ def _params(test: Callable[..., None], argname: str) -> list:
         if mark.name == "parametrize" and mark.args[0] == argname:
             return list(mark.args[1])
     raise LookupError(f"{test.__name__} is not parametrized over {argname}")
-
-
-def _toolchain_or_skip() -> None:
-    _sibling("test_ptx")._toolchain_or_skip()
 
 
 Case = tuple[str, GroupOp]
@@ -239,7 +236,7 @@ def check_module(ptx: str, arts: list[KernelArtifact], arch: str) -> None:
 @pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_family_assembles(family: str, arch: str) -> None:
-    _toolchain_or_skip()
+    cuda_toolchain_or_skip()
     cases = FAMILIES[family]()
     arts = build_gpu_kernels([g for _, g in cases], arch)
     assert len({a.name for a in arts}) == len(cases)  # distinct groups, distinct kernels
@@ -257,7 +254,7 @@ def test_family_assembles(family: str, arch: str) -> None:
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90", "sm_86"])
 def test_build_kernel_one_group(arch: str) -> None:
-    _toolchain_or_skip()
+    cuda_toolchain_or_skip()
     group = cpu.make_group([cpu.sample(torch.float32, (8, 64)), cpu.sample(torch.float32, (8, 16))],
                            cpu.lstm_body)  # fmt: skip
     art = build_kernel(group, arch)
@@ -273,7 +270,7 @@ def test_build_kernel_one_group(arch: str) -> None:
 
 def test_checks_can_fail() -> None:
     """The structural checks reject a kernel that breaks the ABI or calls out."""
-    _toolchain_or_skip()
+    cuda_toolchain_or_skip()
     group = cpu.make_group([cpu.sample(torch.float16, (4, 5))], lambda b, a: b.ExpOp(a))
     art = build_kernel(group, "sm_80")
     ptx = art.code.decode()

@@ -34,6 +34,7 @@ from fusec.runtime.cudagraphs import (
     mutated_inputs,
 )
 from reference_models import lstm_cell, lstm_tail
+from toolchains import cuda_toolchain_or_skip
 from torch import nn
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 from xdsl.ir import BlockArgument
@@ -47,16 +48,6 @@ def gpu(test: Callable[..., None]) -> Callable[..., None]:
 
 
 ARCHS = ["sm_80", "sm_90"]
-
-
-def _toolchain_or_skip() -> None:
-    from fusec.cuda_toolchain import cuda_extra_installed, find_toolchain
-
-    tc = find_toolchain()
-    if tc.libdevice is None or (tc.nvjitlink is None and tc.ptxas is None):
-        if cuda_extra_installed():
-            pytest.fail(f"the cuda extra is installed but the toolchain is incomplete: {tc}")
-        pytest.skip("no CUDA toolchain (install fusec[cuda])")
 
 
 def group_args(group: GroupOp, args: Sequence[Any]) -> list[Any]:
@@ -94,7 +85,7 @@ def props(sms: int = 132, threads: int = 1024) -> cuda.DeviceProps:
 
 @pytest.mark.parametrize("arch", ARCHS)
 def test_cache_gives_a_cuda_kernel_with_a_cubin_per_arch(arch: str) -> None:
-    _toolchain_or_skip()
+    cuda_toolchain_or_skip()
     (group,) = groups(lstm_tail, torch.randn(4, 32), torch.randn(4, 8))
     cache = KernelCache()
     kernel = cache.kernel_for(group, arch)
@@ -109,7 +100,7 @@ def test_cache_gives_a_cuda_kernel_with_a_cubin_per_arch(arch: str) -> None:
 
 
 def test_cubins_are_per_arch_and_loaded_once_per_artifact() -> None:
-    _toolchain_or_skip()
+    cuda_toolchain_or_skip()
     (group,) = groups(lstm_tail, torch.randn(4, 32), torch.randn(4, 8))
     cache = KernelCache()
     k80, k90 = cache.kernel_for(group, "sm_80"), cache.kernel_for(group, "sm_90")
@@ -145,7 +136,7 @@ def test_peak_bandwidth_from_clock_and_bus_width() -> None:
 
 
 def test_kernel_params_follow_the_signature_order_and_types() -> None:
-    _toolchain_or_skip()
+    cuda_toolchain_or_skip()
     x, y = torch.randn(4, 1), torch.randn(3)
     (group,) = groups(scaled_tail, x, y, 0.5)
     sig = KernelCache().kernel_for(group, "sm_80").signature
@@ -165,7 +156,7 @@ def test_kernel_params_follow_the_signature_order_and_types() -> None:
 def test_kernel_params_match_the_ptx_entry_parameters() -> None:
     """The host-side parameter list must be exactly the PTX `.entry`'s: same
     count, and each value in a slot of the declared width and kind."""
-    _toolchain_or_skip()
+    cuda_toolchain_or_skip()
 
     def f(x: torch.Tensor, a: float, n: int, flag: bool) -> torch.Tensor:
         return torch.sigmoid(x * a + n) * flag
@@ -194,7 +185,7 @@ def test_kernel_params_match_the_ptx_entry_parameters() -> None:
 
 
 def test_kernel_params_of_a_rank_0_kernel() -> None:
-    _toolchain_or_skip()
+    cuda_toolchain_or_skip()
     (group,) = groups(lambda a: torch.sigmoid(a) * 2, torch.tensor(1.0))
     sig = KernelCache().kernel_for(group, "sm_80").signature
     assert sig.rank == 0 and sig.loop_rank == 1
@@ -204,7 +195,7 @@ def test_kernel_params_of_a_rank_0_kernel() -> None:
 
 
 def test_kernel_params_reject_wrong_counts() -> None:
-    _toolchain_or_skip()
+    cuda_toolchain_or_skip()
     (group,) = groups(lstm_tail, torch.randn(4, 32), torch.randn(4, 8))
     sig = KernelCache().kernel_for(group, "sm_80").signature
     with pytest.raises(ValueError, match="tensors expected"):
@@ -257,7 +248,7 @@ def test_missing_driver_library_is_a_clear_error(monkeypatch: pytest.MonkeyPatch
 
 
 def test_kernel_without_one_cuda_device_uses_its_fallback_or_says_why() -> None:
-    _toolchain_or_skip()
+    cuda_toolchain_or_skip()
     x, y = torch.randn(4, 1), torch.randn(3)
     (group,) = groups(scaled_tail, x, y, 0.5)
     kernel = KernelCache().kernel_for(group, "sm_80")

@@ -20,29 +20,18 @@ import torch
 import torch.nn.functional as F
 from fusec.dialects import aten
 from fusec.dialects import inference as inf
+from fusec.torch_ops import TORCH_DTYPES
 from xdsl.dialects.builtin import IntegerAttr, StringAttr, TensorType
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
-TORCH_DTYPE: dict[Attribute, torch.dtype] = {
-    inf.BOOL: torch.bool,
-    inf.U8: torch.uint8,
-    inf.I8: torch.int8,
-    inf.I16: torch.int16,
-    inf.I32: torch.int32,
-    inf.I64: torch.int64,
-    inf.F16: torch.float16,
-    inf.BF16: torch.bfloat16,
-    inf.F32: torch.float32,
-    inf.F64: torch.float64,
-}
-FUSEC_DTYPE = {v: k for k, v in TORCH_DTYPE.items()}
+FUSEC_DTYPE = {v: k for k, v in TORCH_DTYPES.items()}
 SCALARS: tuple[bool | int | float, ...] = (True, 2, 2.5)
 TORCH_ERRORS = (RuntimeError, TypeError, ValueError, IndexError)
 
 
 def test_dtype_map_covers_every_fusec_dtype() -> None:
-    assert set(TORCH_DTYPE) == set(inf.DTYPES)
+    assert set(TORCH_DTYPES) == set(inf.DTYPES)
 
 
 # --------------------------------------------------------------------- operands
@@ -59,7 +48,7 @@ class Operand:
 
 
 def tensor(dt: Attribute, shape: Sequence[int] = (2,)) -> Operand:
-    value = torch.ones(tuple(shape), dtype=TORCH_DTYPE[dt])
+    value = torch.ones(tuple(shape), dtype=TORCH_DTYPES[dt])
     return Operand(TensorType(dt, shape), value, f"tensor<{'x'.join(map(str, shape))}x{dt}>")
 
 
@@ -120,7 +109,7 @@ def assert_none(mismatches: list[str]) -> None:
 def test_promote_types_matches_torch() -> None:
     bad = []
     for a, b in itertools.product(inf.DTYPES, repeat=2):
-        expected = FUSEC_DTYPE[torch.promote_types(TORCH_DTYPE[a], TORCH_DTYPE[b])]
+        expected = FUSEC_DTYPE[torch.promote_types(TORCH_DTYPES[a], TORCH_DTYPES[b])]
         if inf.promote_types(a, b) != expected:
             bad.append(f"promote_types({a}, {b}) = {inf.promote_types(a, b)}, torch: {expected}")
     assert_none(bad)
@@ -271,7 +260,7 @@ def test_to_keeps_shape_and_names_dtype() -> None:
         (v,) = values(TensorType(src, [2, 3]))
         op = aten.ToOp(v, dst)
         op.verify()
-        expected = torch.ones(2, 3, dtype=TORCH_DTYPE[src]).to(TORCH_DTYPE[dst])
+        expected = torch.ones(2, 3, dtype=TORCH_DTYPES[src]).to(TORCH_DTYPES[dst])
         assert op.result.type == type_of(expected)
 
 

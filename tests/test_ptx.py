@@ -19,6 +19,7 @@ from fusec.cuda_toolchain import (
 )
 from fusec.passes.convert_math_to_llvm import ConvertMathToLLVMPass
 from fusec.ptx import assemble_ptx, emit_ptx
+from toolchains import cuda_toolchain_or_skip
 from xdsl.backend.llvm.convert import convert_module
 from xdsl.context import Context
 from xdsl.dialects.builtin import Builtin
@@ -60,15 +61,6 @@ def kernel_llvm_ir() -> str:
     return str(convert_module(module, fallback_target_triple="nvptx64-nvidia-cuda"))
 
 
-def _toolchain_or_skip() -> CudaToolchain:
-    tc = find_toolchain()
-    if tc.libdevice is None or (tc.nvjitlink is None and tc.ptxas is None):
-        if cuda_extra_installed():
-            pytest.fail(f"the cuda extra is installed but the toolchain is incomplete: {tc}")
-        pytest.skip("no CUDA toolchain (install fusec[cuda])")
-    return tc
-
-
 def test_toolchain_found_when_cuda_extra_installed() -> None:
     if not cuda_extra_installed():
         pytest.skip("the cuda extra (nvidia-cuda-nvcc, nvidia-nvjitlink) is not installed")
@@ -87,7 +79,7 @@ def test_nvptx_lowering_calls_libdevice() -> None:
 
 @pytest.mark.parametrize("arch", ARCHS)
 def test_emit_ptx_links_libdevice(arch: str) -> None:
-    _toolchain_or_skip()
+    cuda_toolchain_or_skip()
     ptx = emit_ptx(kernel_llvm_ir(), arch=arch, kernel_names=["kernel"])
     assert f".target {arch}" in ptx
     assert re.search(r"\.visible \.entry kernel\(", ptx), ptx
@@ -100,7 +92,7 @@ def test_emit_ptx_links_libdevice(arch: str) -> None:
 
 @pytest.mark.parametrize("arch", ARCHS)
 def test_assemble_ptx_gives_cubin(arch: str) -> None:
-    tc = _toolchain_or_skip()
+    tc = cuda_toolchain_or_skip()
     ptx = emit_ptx(kernel_llvm_ir(), arch=arch, kernel_names=["kernel"])
     cubin = assemble_ptx(ptx, arch)
     assert cubin[:4] == b"\x7fELF"
@@ -125,7 +117,7 @@ define void @copy(ptr %a, ptr %b) {
 
 
 def test_invalid_ptx_is_reported() -> None:
-    _toolchain_or_skip()
+    cuda_toolchain_or_skip()
     with pytest.raises(RuntimeError, match="(?i)fail"):
         assemble_ptx(".version 7.0\n.target sm_80\n.address_size 64\nthis is not ptx\n", "sm_80")
 

@@ -1,0 +1,18 @@
+"""Test helpers for the CUDA toolchain (PTX assembly needs no GPU, only the pip
+`cuda` extra)."""
+
+from __future__ import annotations
+
+import pytest
+from fusec.cuda_toolchain import CudaToolchain, cuda_extra_installed, find_toolchain
+
+
+def cuda_toolchain_or_skip() -> CudaToolchain:
+    """The toolchain; skips without one, and fails when the `cuda` extra is
+    installed but incomplete (so CI can never skip the PTX tests silently)."""
+    tc = find_toolchain()
+    if tc.libdevice is None or (tc.nvjitlink is None and tc.ptxas is None):
+        if cuda_extra_installed():
+            pytest.fail(f"the cuda extra is installed but the toolchain is incomplete: {tc}")
+        pytest.skip("no CUDA toolchain (install fusec[cuda])")
+    return tc
