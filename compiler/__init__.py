@@ -5,6 +5,8 @@
     f(*inputs); f.launches_per_call
     fusec.import_graph(fn, example_inputs)   # the aten-dialect module
     fusec.cache_stats()                      # kernel cache counters
+    print(fusec.explain(fn, *inputs))        # what fused, what did not and why
+    fusec.set_logs(fusion=True)              # or FUSEC_LOGS=fusion,guards,...
 
 The public names import torch lazily, so `fusec-opt` (which imports this package)
 stays fast. `torch.compile(..., backend="fusec")` finds the backend through the
@@ -18,25 +20,95 @@ from typing import Any
 
 __version__ = "0.1.0"
 
-__all__ = ["compile", "import_graph", "cache_stats", "__version__"]
+__all__ = [
+    "compile",
+    "explain",
+    "set_logs",
+    "dynamo_graphs",
+    "import_graph",
+    "cache_stats",
+    "FusionError",
+    "__version__",
+]
 
 
 def compile(graph: Any, example_inputs: Any = None, **options: Any) -> Any:
-    """Compile a function, `nn.Module` or `torch.fx.GraphModule`; see `fusec.compiled`."""
+    """Compile a function, an `nn.Module` or a `torch.fx.GraphModule` with fusec.
+
+    fast = fusec.compile(fn_or_module, example_inputs=None, **options)
+    out = fast(*inputs)          # same results as fn_or_module(*inputs)
+
+    The first call with new kinds of inputs (dtype, device, rank, size-1 dims,
+    contiguity, autograd) compiles a specialization; later calls only launch.
+    `example_inputs`, when given, compiles their specialization right away.
+
+    Options (the fields of `fusec.compiled.CompileOptions`):
+
+    max_specializations: int = 8
+        How many input specializations to compile; past that, a guarded program
+        is reused (groups whose guard fails run their ops unfused) or the call
+        runs eagerly, with one warning.
+    pipeline: str | None = None
+        The pass pipeline to run after import (a `fusec-opt -p` string); None is
+        `fusec.pipelines.compile_pipeline(device)`: the `--fuse` pipeline, then
+        `guard` for the inputs' device. E.g. "...,fuse{arg-limit=32},...".
+    target: str = "cpu"
+        Kernel target for CPU inputs ("cpu"); an "sm_XX" value asks for GPU
+        kernels of that architecture for CUDA inputs (CPU inputs still get CPU ones).
+    use_kernels: bool = True
+        False runs every fused group through PyTorch (debugging, tests).
+    cache: KernelCache | None = None
+        The kernel cache to use; None is the process-wide one
+        (`$FUSEC_CACHE_DIR`, default the user cache dir).
+    cuda_graphs: bool = False
+        Capture each specialization's launches in a CUDA graph and replay it.
+    strict: bool = False
+        Raise `fusec.FusionError`, naming the op and its source line, when an op
+        that could have fused did not (argument limit, a write that may alias, a
+        group without a kernel) or the graph would run eagerly.
+
+    The result is a `CompiledFunction`: `launches_per_call` (kernels the last call
+    launched), `ir()` (the IR after the pipeline), `explain()` (a `fusec.explain`
+    report without a new call), `specializations`. See `fusec.explain` and
+    `fusec.set_logs` / `FUSEC_LOGS` for what fused and why.
+    """
     from fusec.compiled import compile as _compile
 
     return _compile(graph, example_inputs, **options)
 
 
-def import_graph(fn_or_module: Any, example_inputs: Any) -> Any:
-    """The `aten`-dialect `ModuleOp` of a function or module on `example_inputs`."""
-    from fusec.importer import import_graph as _import_graph
+def explain(fn_or_module: Any, *example_inputs: Any, backend: str = "fusec", **options: Any) -> Any:
+    """Compile `fn_or_module`, run it once on `example_inputs`, and return a report
+    of what fused: groups (ops, kernel key, built or cached), each op left outside a
+    group with the fuse pass's reason, the specializations and why each was made.
+    `print(report)`; `report.save_html("fusion.html")` draws the fusion graph.
+    `backend="torch.compile"` reports every graph Dynamo hands over; `options` are
+    `fusec.compile`'s. See `fusec.explanation.explain`."""
+    from fusec.explanation import explain as _explain
 
-    return _import_graph(fn_or_module, example_inputs)
+    return _explain(fn_or_module, *example_inputs, backend=backend, **options)
 
 
-def cache_stats() -> dict[str, Any]:
-    """Kernel cache counters: kernels_compiled, memory_hits, disk_hits, entries, ..."""
-    from fusec.runtime.cache import cache_stats as _cache_stats
+def set_logs(spec: str | None = None, **channels: Any) -> None:
+    """Turn log channels on: `fusec.set_logs(fusion=True, guards=True)` or
+    `fusec.set_logs("fusion,kernels")`, as `FUSEC_LOGS=...`. Channels: fusion,
+    guards, recompiles, kernels, cache (or all). See `fusec.logs`."""
+    from fusec.logs import set_logs as _set_logs
 
-    return _cache_stats()
+    _set_logs(spec, **channels)
+
+
+def dynamo_graphs() -> list[Any]:
+    """The `CompiledFunction`s of the graphs `torch.compile(..., backend="fusec")`
+    handed over (still alive), oldest first; each has `launches_per_call`."""
+    from fusec.backend import dynamo_graphs as _dynamo_graphs
+
+    return _dynamo_graphs()
+
+
+def __getattr__(name: str) -> Any:
+    if name == "FusionError":
+        from fusec.compiled import FusionError
+
+        return FusionError
+    raise AttributeError(f"module 'fusec' has no attribute {name!r}")

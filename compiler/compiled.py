@@ -23,15 +23,16 @@ from __future__ import annotations
 import logging
 import threading
 import time
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 import torch.fx
+from fusec import logs
 from fusec.importer import Const, ImportedGraph, Ret, UnsupportedGraph, import_fx, trace
 from fusec.runtime.program import HostProgram, UnsupportedProgram, build_program
+from fusec.source_lines import warn_user
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import PassPipeline
@@ -55,6 +56,14 @@ class CompileOptions:
     cuda_graphs: bool = False
     """Capture each specialization's launches in a CUDA graph and replay it
     (`fusec.runtime.cudagraphs`); ineligible calls run without one."""
+    strict: bool = False
+    """Raise `FusionError`, naming the op and its source line, when an op that could
+    have fused did not (argument limit, a write that may alias, a group without a
+    kernel, a failed guard) or the graph would run eagerly; barriers do not count."""
+
+
+class FusionError(RuntimeError):
+    """`strict=True`: an op that could have fused did not (see `CompileOptions.strict`)."""
 
 
 def _context() -> Context:
@@ -137,10 +146,23 @@ class Specialization:
     reason: str = ""
     compile_seconds: float = 0.0
     module_text: Callable[[], str] = field(default=lambda: "")
+    why: str = ""
+    """Why this specialization was made (first call, which input changed how)."""
+    inputs: str = ""
+    """The inputs it is for, e.g. "f32[n,1] cpu, f32[n] cpu"."""
+    remarks: dict[Any, Any] = field(default_factory=dict)
+    """The `fuse` pass's remark per op left outside a group (`fusion_remarks`)."""
+    kernels: dict[Any, Any] = field(default_factory=dict)
+    """Per group op, the `explanation.KernelRecord` of its kernel lookup."""
 
     @property
     def launches(self) -> int:
         return 0 if self.program is None else self.program.launches
+
+    def describe(self) -> str:
+        what = "eager" if self.program is None else f"{self.launches} kernel(s)"
+        reason = f" ({self.reason})" if self.program is None and self.reason else ""
+        return f"({self.inputs}) -> {what}{reason}: {self.why}"
 
 
 class CompiledFunction:
@@ -221,13 +243,29 @@ class CompiledFunction:
                 # The program's guards make any input safe for its groups: those
                 # that do not match run their unfused ops.
                 reused = self._guarded_program_for(key, args)
+                if self.options.strict and reused is None:
+                    raise FusionError(f"fusec (strict): would run eagerly: {reason}")
                 if not self._warned:
                     action = "running eagerly" if reused is None else "reusing a guarded program"
-                    warnings.warn(f"fusec: {action}: {reason}", stacklevel=3)
+                    warn_user(f"fusec: {action}: {reason}")
                     self._warned = True
-                spec = reused or Specialization(None, reason=reason)
+                logs.recompiles.info("%s: %s: %s", self._name(), action_of(reused), reason)
+                spec = reused or Specialization(
+                    None, reason=reason, why=reason, inputs=_describe_inputs(args)
+                )
             else:
+                why = _why_new(key, list(self.specializations))
                 spec = self._compile(args, key)
+                spec.why, spec.inputs = why, _describe_inputs(args)
+                if logs.recompiles.isEnabledFor(logging.INFO):
+                    logs.recompiles.info(
+                        "%s: compiled specialization #%d for (%s) in %.3fs: %s",
+                        self._name(),
+                        len(self.specializations) + 1,
+                        spec.inputs,
+                        spec.compile_seconds,
+                        why,
+                    )
                 if (
                     spec.imported is not None
                     and spec.imported.shape_dependent
@@ -236,6 +274,7 @@ class CompiledFunction:
                     self._exact_shapes = True
                     self.specializations.clear()
                     key = self._key(args)
+                    spec.why += "; the graph reads sizes, so it specializes on exact shapes"
             self.specializations[key] = spec
             return spec
 
@@ -270,8 +309,10 @@ class CompiledFunction:
                 return spec
             except (UnsupportedGraph, UnsupportedProgram) as e:
                 reason = str(e)
+        if self.options.strict:
+            raise FusionError(f"fusec (strict): {self._name()} would run eagerly: {reason}")
         if self.gm is not None:  # an untraceable function was reported by `compile`
-            warnings.warn(f"fusec: running eagerly: {reason}", stacklevel=4)
+            warn_user(f"fusec: running eagerly: {reason}")
         return Specialization(None, reason=reason, compile_seconds=time.perf_counter() - start)
 
     def _eager_reason(self, args: Sequence[Any]) -> str | None:
@@ -291,10 +332,14 @@ class CompiledFunction:
         name = getattr(self.original, "__name__", None) or type(self.original).__name__
         imported = import_fx(self.gm, args, name)
         module = imported.module
-        run_pipeline(module, self.options.pipeline or _compile_pipeline(args))
+        from fusec.passes.fusion_remarks import collect_remarks
+
+        with collect_remarks() as remarks:
+            run_pipeline(module, self.options.pipeline or _compile_pipeline(args))
         # CPU kernels for all-CPU inputs, GPU kernels for inputs on one CUDA device;
         # mixed devices run their groups through PyTorch.
-        kernels = self._kernel_provider(args)
+        records: dict[Any, Any] = {}
+        kernels = _recording(self._kernel_provider(args), records, self._cache())
         root = self.gm
 
         def opaque(op: Any) -> Callable[..., tuple[Any, ...]]:
@@ -305,9 +350,45 @@ class CompiledFunction:
             log.info("fusec: a %s runs through PyTorch", name_)
         getters = tuple(_getter(src, root) for src in imported.inputs if src[0] != "skip")
         log.debug("fusec: compiled\n%s\n%s", module, program.describe())
-        return Specialization(
-            program, getters, imported.outputs, imported, module_text=lambda: str(module)
+        spec = Specialization(
+            program,
+            getters,
+            imported.outputs,
+            imported,
+            module_text=lambda: str(module),
+            remarks=remarks,
+            kernels=records,
         )
+        self._report_new(spec)
+        return spec
+
+    def _report_new(self, spec: Specialization) -> None:
+        """Log a new specialization's fusion and kernels; in strict mode, raise if
+        an op that could have fused did not."""
+        if not (
+            self.options.strict
+            or logs.fusion.isEnabledFor(logging.INFO)
+            or logs.kernels.isEnabledFor(logging.INFO)
+        ):
+            return
+        from fusec.explanation import graph_report, log_graph, strict_violations
+
+        report = graph_report(self, spec)
+        log_graph(report)
+        bad = strict_violations(report) if self.options.strict else []
+        if bad:
+            lines = "\n".join(f"  {op.label()}: {op.remark}" for op in bad)
+            raise FusionError(
+                f"fusec (strict): {len(bad)} op(s) could have fused and did not:\n{lines}"
+            )
+
+    def _cache(self) -> Any:
+        from fusec.runtime import cache as cache_mod
+
+        return self.options.cache or cache_mod.default_cache()
+
+    def _name(self) -> str:
+        return getattr(self.original, "__name__", None) or type(self.original).__name__
 
     def _kernel_provider(self, args: Sequence[Any]) -> Callable[[Any], Any]:
         from fusec.runtime import cache as cache_mod
@@ -329,6 +410,123 @@ class CompiledFunction:
     def ir(self) -> str:
         """The IR of the last specialization that ran (after the pipeline)."""
         return "" if self.last is None else self.last.module_text()
+
+    def explain(self) -> Any:
+        """`fusec.explain` of this function as it stands (no call is made)."""
+        from fusec.explanation import Report, graph_report
+
+        return Report([graph_report(self)])
+
+
+def _recording(
+    provider: Callable[[Any], Any], records: dict[Any, Any], cache: Any
+) -> Callable[[Any], Any]:
+    """`provider`, noting per group whether its kernel was built, found in the cache
+    (memory or disk), or could not be had (`explanation.KernelRecord`)."""
+    from fusec.explanation import KernelRecord
+
+    stats = getattr(cache, "stats", None)
+
+    def counters() -> tuple[int, int, int]:
+        if stats is None:
+            return (0, 0, 0)
+        return (stats.kernels_compiled, stats.memory_hits, stats.disk_hits)
+
+    def kernel_for(group: Any) -> Any:
+        before = counters()
+        start = time.perf_counter()
+        kernel = provider(group)
+        seconds = time.perf_counter() - start
+        built, memory, disk = (a - b for a, b in zip(counters(), before, strict=True))
+        target = getattr(kernel, "target", "") or ("cpu" if kernel is not None else "")
+        if kernel is None:
+            failure = getattr(cache, "failure", None)
+            why = None
+            try:
+                why = failure(group) if failure is not None else None
+            except Exception:  # noqa: BLE001 - only a better message is at stake
+                why = None
+            reason = why or "no kernel provider for these inputs (use_kernels, device or toolchain)"
+            record = KernelRecord("none", reason, target, seconds)
+        else:
+            status = "compiled" if built else "disk cache hit" if disk else "memory cache hit"
+            if not (built or memory or disk):
+                status = "provided"
+            record = KernelRecord(status, "", target, seconds)
+        records[group] = record
+        if logs.cache.isEnabledFor(logging.INFO):
+            logs.cache.info(
+                "kernel lookup: %s in %.3fs (cache: %s)", record.status, seconds, _stats_line(cache)
+            )
+        return kernel
+
+    return kernel_for
+
+
+def _stats_line(cache: Any) -> str:
+    stats = getattr(cache, "stats", None)
+    if stats is None:
+        return "no counters"
+    return (
+        f"{stats.kernels_compiled} compiled, {stats.memory_hits} memory hits, "
+        f"{stats.disk_hits} disk hits"
+    )
+
+
+def action_of(reused: Any) -> str:
+    return "running eagerly" if reused is None else "reusing a guarded program"
+
+
+def _describe_inputs(args: Sequence[Any]) -> str:
+    """`f32[4,1] cpu, int` - what a specialization is for."""
+    out = []
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            dt = str(a.dtype).removeprefix("torch.")
+            grad = " grad" if a.requires_grad else ""
+            layout = "" if a.is_contiguous() else " strided"
+            out.append(f"{dt}[{','.join(map(str, a.shape))}] {a.device}{layout}{grad}")
+        else:
+            out.append(type(a).__name__)
+    return ", ".join(out)
+
+
+_FIELDS = ("dtype", "device", "size-1 dims", "contiguity", "requires_grad")
+
+
+def _why_new(key: Any, known: Sequence[Any]) -> str:
+    """Why `key` is a new specialization: the first, or what differs from the
+    nearest known one (per input: dtype, device, size-1 dims, contiguity, grad)."""
+    if not known:
+        return "first call"
+    best: list[str] | None = None
+    for other in known:
+        if len(other) != len(key):
+            diffs = [f"{len(key) - 1} inputs instead of {len(other) - 1}"]
+        else:
+            diffs = []
+            if other[0] != key[0]:
+                diffs.append("grad mode " + ("on" if key[0] else "off"))
+            for i, (a, b) in enumerate(zip(key[1:], other[1:], strict=True)):
+                if a == b:
+                    continue
+                if isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b) == 5:
+                    for name, x, y in zip(_FIELDS, a, b, strict=True):
+                        if x != y:
+                            diffs.append(f"input {i} {name} {_show(x)} (was {_show(y)})")
+                else:
+                    diffs.append(f"input {i} is {_show(a)} (was {_show(b)})")
+        if best is None or len(diffs) < len(best):
+            best = diffs
+    return "new inputs: " + "; ".join(best or ["a different specialization"])
+
+
+def _show(x: Any) -> str:
+    if isinstance(x, tuple) and all(isinstance(v, bool) for v in x):
+        return "[" + ",".join("1" if v else "n" for v in x) + "]"
+    if isinstance(x, type):
+        return x.__name__
+    return str(x).removeprefix("torch.")
 
 
 def _compile_pipeline(args: Sequence[Any]) -> str:
@@ -380,7 +578,9 @@ def compile(
     try:
         gm: torch.fx.GraphModule | None = trace(graph)
     except UnsupportedGraph as e:
-        warnings.warn(f"fusec: running eagerly: {e}", stacklevel=2)
+        if opts.strict:
+            raise FusionError(f"fusec (strict): would run eagerly: {e}") from e
+        warn_user(f"fusec: running eagerly: {e}")
         gm = None
     fn = CompiledFunction(gm, graph, opts)
     if example_inputs is not None and gm is not None and _all_real(example_inputs):

@@ -68,6 +68,18 @@ class _NotMapped(Exception):
     """This node has no `aten` form; it becomes `aten.opaque`."""
 
 
+def _why_opaque(e: Exception, node: torch.fx.Node) -> str:
+    """The reason a node became `aten.opaque`, for `fusec.explain`."""
+    if isinstance(e, _NotMapped):
+        msg = str(e)
+        if msg == _target_name(node):
+            return f"no aten op for {msg}"
+        if msg.startswith("dtype "):
+            return f"unsupported {msg}"
+        return msg
+    return f"its aten form does not verify here: {type(e).__name__}: {e}"
+
+
 @dataclass(frozen=True)
 class Const:
     """A node whose value is known at import time."""
@@ -140,6 +152,10 @@ class ImportedGraph:
     """The output structure: `Ret(i)` for the i-th returned value, `Const` leaves."""
     opaque: dict[str, OpaqueCall] = field(default_factory=dict)
     shape_dependent: bool = False
+    origins: dict[Operation, torch.fx.Node] = field(default_factory=dict)
+    """The fx node each imported op came from (for explanations and logs)."""
+    opaque_reasons: dict[str, str] = field(default_factory=dict)
+    """Why a node (by name) became `aten.opaque`."""
 
 
 @dataclass(frozen=True)
@@ -188,6 +204,8 @@ class _Importer:
         self.opaque: dict[str, OpaqueCall] = {}
         self.shape_dependent = False
         self.node: torch.fx.Node | None = None
+        self.origins: dict[Operation, torch.fx.Node] = {}
+        self.opaque_reasons: dict[str, str] = {}
 
     # ------------------------------------------------------------------ values
 
@@ -290,7 +308,16 @@ class _Importer:
             module.verify()
         except VerifyException as e:
             raise UnsupportedGraph(f"imported IR does not verify: {e}") from e
-        return ImportedGraph(module, f, self.inputs, outputs, self.opaque, self.shape_dependent)
+        return ImportedGraph(
+            module,
+            f,
+            self.inputs,
+            outputs,
+            self.opaque,
+            self.shape_dependent,
+            self.origins,
+            self.opaque_reasons,
+        )
 
     def import_input(self, node: torch.fx.Node, value: Any) -> Any:
         # Inputs are numbered by placeholder position, constants included.
@@ -369,12 +396,17 @@ class _Importer:
                 self.env[node] = self.map_in_place(node, value)
             else:
                 self.env[node] = self.map_node(node, value)
-        except (_NotMapped, VerifyException, KeyError, TypeError, ValueError, IndexError):
+        except (_NotMapped, VerifyException, KeyError, TypeError, ValueError, IndexError) as e:
             self.rollback(mark)
             self.shape_dependent = saved
             if in_place:
                 self.check_opaque_mutation(node)
+            self.opaque_reasons[node.name] = _why_opaque(e, node)
             self.env[node] = self.make_opaque(node, value)
+        op = self.block.first_op if mark is None else mark.next_op
+        while op is not None:
+            self.origins[op] = node
+            op = op.next_op
 
     def rollback(self, mark: Operation | None) -> None:
         while self.block.last_op is not mark:
@@ -1171,12 +1203,34 @@ for _target, _fn in list(_FUNCTIONS.items()):
 # ---------------------------------------------------------------------- entry points
 
 
+class _UserFrameTracer(torch.fx.Tracer):
+    """Records each node's stack trace as the frames outside torch and fusec (fx
+    keeps only frames below a `forward`, so plain functions would get none)."""
+
+    def _filter_traceback_frames(self, user_stack_summary: Any) -> Any:
+        import traceback
+
+        from fusec.source_lines import is_library_file
+
+        frames = [f for f in user_stack_summary if not is_library_file(f.filename)]
+        return traceback.StackSummary.from_list(frames)
+
+
 def trace(fn_or_module: Any) -> torch.fx.GraphModule:
     """A GraphModule for a GraphModule, an `nn.Module` or a function (symbolic trace)."""
     if isinstance(fn_or_module, torch.fx.GraphModule):
         return fn_or_module
     try:
-        return torch.fx.symbolic_trace(fn_or_module)
+        # Stack traces let logs and explanations name the user's source lines.
+        tracer = _UserFrameTracer()
+        tracer.record_stack_traces = True
+        graph = tracer.trace(fn_or_module)
+        name = (
+            fn_or_module.__class__.__name__
+            if isinstance(fn_or_module, torch.nn.Module)
+            else fn_or_module.__name__
+        )
+        return torch.fx.GraphModule(tracer.root, graph, name)
     except Exception as e:  # noqa: BLE001 - any tracing failure means "run eagerly"
         raise UnsupportedGraph(f"torch.fx cannot trace {fn_or_module!r}: {e}") from e
 

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from fusec.dialects.aten import ChunkOp
 from fusec.dialects.fusion import GroupOp
 from fusec.passes.fuse_concat_exits import reads_cat_exit
+from fusec.passes.fusion_remarks import RejectionLog, collecting
 from fusec.passes.fusion_utils import (
     DEFAULT_ARG_LIMIT,
     FusionState,
@@ -74,15 +75,51 @@ def try_fuse(
     rewriter: PatternRewriter,
     state: FusionState,
     inputs: set[SSAValue] | None = None,
+    rejections: RejectionLog | None = None,
 ) -> bool:
-    """The seeds' `tryFuse`: move `producer` into `consumer`'s group if that is legal."""
-    if producer is consumer or not _is_producer_for(consumer, producer):
+    """The seeds' `tryFuse`: move `producer` into `consumer`'s group if that is legal.
+    A refusal of a fusable pair is noted in `rejections` (see `fusion_remarks`)."""
+    if producer is consumer:
+        return False
+    if not _is_producer_for(consumer, producer):
+        if (
+            rejections is not None
+            and (isinstance(producer, GroupOp) or is_pointwise(producer))
+            and reads_cat_exit(consumer, producer)
+        ):
+            rejections.refused(
+                consumer, producer, "cat-exit", f"{_what(producer)} reads a cat exit of the group"
+            )
         return False
     if any(state.has_user_before(r, consumer) for r in producer.results):
+        if rejections is not None:
+            rejections.refused(
+                consumer,
+                producer,
+                "cycle",
+                f"another user of {_what(producer)} comes before {_what(consumer)}",
+            )
         return False
     if state.crosses_write(producer, consumer):
+        if rejections is not None:
+            rejections.refused(
+                consumer,
+                producer,
+                "alias-write",
+                f"an aten.copy_ between {_what(producer)} and {_what(consumer)} "
+                "may write what it reads",
+            )
         return False
-    if arg_count_after(consumer, producer, inputs) > state.arg_limit:
+    count = arg_count_after(consumer, producer, inputs)
+    if count > state.arg_limit:
+        if rejections is not None:
+            rejections.refused(
+                consumer,
+                producer,
+                "arg-limit",
+                f"fusing {_what(producer)} into {_what(consumer)} needs {count} kernel "
+                f"arguments (arg-limit={state.arg_limit})",
+            )
         return False
     group = consumer if isinstance(consumer, GroupOp) else wrap_in_group(consumer, rewriter, state)
     if isinstance(producer, GroupOp):
@@ -90,6 +127,12 @@ def try_fuse(
     else:
         absorb_op(group, producer, rewriter, state)
     return True
+
+
+def _what(op: Operation) -> str:
+    if isinstance(op, GroupOp):
+        return "a group of " + ", ".join(o.name for o in op.body.block.ops if o is not op.yield_op)
+    return op.name
 
 
 @dataclass
@@ -103,6 +146,7 @@ class FuseProducerIntoConsumer(RewritePattern):
     """
 
     state: FusionState
+    rejections: RejectionLog | None = None
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         block = op.parent_block()
@@ -122,7 +166,7 @@ class FuseProducerIntoConsumer(RewritePattern):
                 p: None for p in retry if p.parent is block and any(r in inputs for r in p.results)
             }
         for producer in sorted(producers, key=self.state.position, reverse=True):
-            if try_fuse(op, producer, rewriter, self.state, inputs):
+            if try_fuse(op, producer, rewriter, self.state, inputs, self.rejections):
                 return
         self.state.scanned(op)
 
@@ -137,6 +181,7 @@ class FuseSiblingsHorizontally(RewritePattern):
     """
 
     state: FusionState
+    rejections: RejectionLog | None = None
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         block = op.parent_block()
@@ -156,7 +201,7 @@ class FuseSiblingsHorizontally(RewritePattern):
                 if (isinstance(sib, GroupOp) or is_pointwise(sib)) and self.state.position(
                     sib
                 ) < here:
-                    if try_fuse(op, sib, rewriter, self.state):
+                    if try_fuse(op, sib, rewriter, self.state, None, self.rejections):
                         return
 
 
@@ -195,12 +240,14 @@ class FusePass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         state = FusionState(arg_limit=self.arg_limit)
+        # Why ops stay unfused is noted only when someone collects it (fusion_remarks).
+        rejections = RejectionLog() if collecting() else None
         patterns: list[RewritePattern] = []
         if self.singleton_groups:
             patterns.append(WrapSingleOpInGroup(state))
-        patterns.append(FuseProducerIntoConsumer(state))
+        patterns.append(FuseProducerIntoConsumer(state, rejections))
         if self.horizontal:
-            patterns.append(FuseSiblingsHorizontally(state))
+            patterns.append(FuseSiblingsHorizontally(state, rejections))
         PatternRewriteWalker(
             GreedyRewritePatternApplier(patterns),
             walk_reverse=True,
@@ -208,6 +255,8 @@ class FusePass(ModulePass):
             post_walk_func=lambda _region, _listener: state.new_walk() or False,
         ).rewrite_module(op)
         self._clean_up(op, state)
+        if rejections is not None:
+            rejections.finish(op, is_pointwise)
 
     @staticmethod
     def _clean_up(module: ModuleOp, state: FusionState) -> None:

@@ -25,7 +25,8 @@ else-region as a sub-program over the values the region uses from outside:
          else { aten.add ... }                      then: kernel, else: torch ops
 
 `launches` counts the kernels of then-regions; a failed guard is counted in
-`guard_failures` (and logged at debug level with the input and the reason), and
+`guard_failures` (and logged on the `FUSEC_LOGS=guards` channel with the input
+and the reason; its last failure is in `failed_guards`), and
 `last_launches` is what the last run actually launched.
 """
 
@@ -45,6 +46,7 @@ from xdsl.dialects.builtin import FloatAttr, IntegerAttr, TensorType
 from xdsl.ir import Block, Operation, Region, SSAValue
 
 log = logging.getLogger("fusec")
+guard_log = logging.getLogger("fusec.guards")
 
 KernelProvider = Callable[[GroupOp], Callable[[Sequence[Any]], Sequence[Any]] | None]
 """Returns a group's kernel (inputs in group order -> outputs), or None to run the
@@ -88,6 +90,8 @@ class HostProgram:
     """Kernels the last run launched: `launches` less those whose guard failed."""
     skipped_launches: int = 0
     """Kernels not launched over all runs because their guard failed."""
+    failed_guards: dict[GuardOp, str] = field(default_factory=dict)
+    """The last failure of each `fusion.guard` that failed (for `fusec.explain`)."""
 
     def __post_init__(self) -> None:
         template: list[Any] = [None] * self.n_slots
@@ -237,8 +241,10 @@ class _Builder:
                 if not c.matches(x):
                     assert self.root is not None
                     self.root.guard_failures += 1
-                    if log.isEnabledFor(logging.DEBUG):
-                        log.debug("fusec: guard of %s failed: input #%d %s", what, i, c.mismatch(x))
+                    why = f"input #{i} {c.mismatch(x)}"
+                    self.root.failed_guards[op] = why
+                    if guard_log.isEnabledFor(logging.INFO):
+                        guard_log.info("guard of %s failed: %s; its ops run unfused", what, why)
                     return (False,)
             return (True,)
 

@@ -1,0 +1,181 @@
+"""Why an op stayed outside every `fusion.group`: remarks the `fuse` pass records.
+
+The reasons come from the pass itself: `try_fuse` notes each check that refused a
+(consumer, producer) pair, and at the end of the pass every op of a function body
+still outside a group gets one `FusionRemark`, built from what the pass saw:
+
+    %0 = aten.mm %x, %w                 -> barrier: matrix product (aten.mm)
+    %1 = aten.opaque "torch.softmax"    -> barrier: op fusec does not model (torch.softmax)
+    %2 = aten.exp %0   (its only pointwise neighbour is past the argument limit)
+                                        -> arg-limit: fusing aten.tanh would need 130 kernel
+                                           arguments (limit 128)
+
+Remarks are collected only inside `collect_remarks()` (what `fusec.compile`,
+`fusec.explain` and `fusec-opt --view-fusion-graph` use), so the pass costs nothing
+extra otherwise:
+
+    with collect_remarks() as remarks:
+        PassPipeline.parse_spec(...).apply(ctx, module)
+    remarks[op]   # FusionRemark(kind="barrier", detail="matrix product (aten.mm)")
+
+A later `fuse` run replaces the remarks of an earlier one for the ops it sees.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
+from dataclasses import dataclass
+
+from fusec.dialects.aten import (
+    AddmmOp,
+    CatOp,
+    CopyOp,
+    LinearOp,
+    MatmulLikeOp,
+    OpaqueOp,
+    ReductionOp,
+    ShapeOp,
+    SizeOp,
+)
+from fusec.dialects.fusion import GroupOp
+from xdsl.dialects import arith, func, scf
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Operation
+
+KINDS: dict[str, str] = {
+    "barrier": "an op the fuser never fuses",
+    "arg-limit": "fusing would pass the kernel argument limit",
+    "alias-write": "fusing would move a read past a write that may alias it",
+    "cycle": "another user of the value comes before the consumer (fusing would make a cycle)",
+    "cat-exit": "it reads a cat that is an exit of the consumer's group",
+    "no-partner": "no pointwise producer or consumer to fuse with",
+    "unsupported-dtype": "no kernel for the dtype",
+    "fallback": "the group's kernel could not be built; it runs through PyTorch",
+    "guard-failed": "the group's guard failed on these inputs; its ops ran unfused",
+    "eager": "the whole graph runs eagerly",
+}
+"""Remark kinds and what they mean; `fuse` makes the first six, the runtime the rest."""
+
+FIXABLE = frozenset({"arg-limit", "alias-write", "fallback", "guard-failed", "eager"})
+"""Kinds where an op that could have fused did not (a limit, a conservative alias
+check, a kernel that failed to build, a guard, an eager fallback), as opposed to
+the graph's own structure (barriers, cycles, no partner): what
+`fusec.compile(..., strict=True)` rejects."""
+
+
+@dataclass(frozen=True)
+class FusionRemark:
+    """Why one op is outside every group."""
+
+    kind: str
+    """A key of `KINDS`."""
+    detail: str
+
+    def __str__(self) -> str:
+        return f"{self.kind}: {self.detail}"
+
+
+_COLLECTOR: ContextVar[dict[Operation, FusionRemark] | None] = ContextVar(
+    "fusec_fusion_remarks", default=None
+)
+
+
+@contextlib.contextmanager
+def collect_remarks() -> Iterator[dict[Operation, FusionRemark]]:
+    """Collect the remarks of the `fuse` runs inside the block (nesting is fine:
+    the inner block collects its own)."""
+    remarks: dict[Operation, FusionRemark] = {}
+    token = _COLLECTOR.set(remarks)
+    try:
+        yield remarks
+    finally:
+        _COLLECTOR.reset(token)
+
+
+def collecting() -> bool:
+    return _COLLECTOR.get() is not None
+
+
+def barrier_kind(op: Operation) -> str | None:
+    """What kind of barrier `op` is to the fuser, or None for a pointwise op."""
+    if isinstance(op, MatmulLikeOp | AddmmOp | LinearOp):
+        return f"matrix product ({op.name}), runs through PyTorch"
+    if isinstance(op, ReductionOp):
+        return f"reduction ({op.name})"
+    if isinstance(op, OpaqueOp):
+        return f"op fusec does not model ({op.target.data})"
+    if isinstance(op, CopyOp):
+        return "in-place write (aten.copy_) that an alias may observe"
+    if isinstance(op, SizeOp):
+        return "size query (aten.size)"
+    if isinstance(op, CatOp):
+        return "concatenation (aten.cat) that is not an exit of one group"
+    if op.has_trait(ShapeOp):
+        return f"view or layout op ({op.name}) that no group holds all uses of"
+    if not all(isinstance(r.type, TensorType) for r in op.results):
+        return f"{op.name} has a non-tensor result"
+    return None
+
+
+_RANK = {"arg-limit": 0, "alias-write": 1, "cycle": 2, "cat-exit": 3}
+
+
+class RejectionLog:
+    """The checks that refused pairs during one `fuse` run, per op of the pair."""
+
+    def __init__(self) -> None:
+        self._by_op: dict[Operation, FusionRemark] = {}
+
+    def refused(self, consumer: Operation, producer: Operation, kind: str, detail: str) -> None:
+        if not collecting():
+            return
+        remark = FusionRemark(kind, detail)
+        for op in (consumer, producer):
+            old = self._by_op.get(op)
+            # The most telling reason wins: a limit or a write over a cycle.
+            if old is None or _RANK[kind] < _RANK[old.kind]:
+                self._by_op[op] = remark
+
+    def finish(self, module: Operation, is_pointwise: Callable[[Operation], bool]) -> None:
+        """Give every op outside a group in each function body its remark."""
+        remarks = _COLLECTOR.get()
+        if remarks is None:
+            return
+        for f in module.walk():
+            if not isinstance(f, func.FuncOp):
+                continue
+            for op in f.body.block.ops:
+                remark = self._remark(op, is_pointwise)
+                if remark is not None:
+                    remarks[op] = remark
+                else:
+                    remarks.pop(op, None)
+
+    def _remark(
+        self, op: Operation, is_pointwise: Callable[[Operation], bool]
+    ) -> FusionRemark | None:
+        if isinstance(op, GroupOp | func.ReturnOp | arith.ConstantOp | scf.IfOp):
+            return None
+        if not is_pointwise(op):
+            return FusionRemark("barrier", barrier_kind(op) or f"{op.name} is not pointwise")
+        refused = self._by_op.get(op)
+        if refused is not None:
+            return refused
+        return FusionRemark("no-partner", _neighbours(op))
+
+
+def _neighbours(op: Operation) -> str:
+    """'inputs from X; used by Y' for a pointwise op that had nothing to fuse with."""
+    producers = sorted(
+        {
+            o.owner.name
+            for o in op.operands
+            if isinstance(o.owner, Operation) and not isinstance(o.owner, arith.ConstantOp)
+        }
+    )
+    users = sorted({u.operation.name for r in op.results for u in r.uses})
+    inputs = ", ".join(producers) if producers else "function arguments"
+    used = ", ".join(users) if users else "nothing"
+    return f"inputs from {inputs}; used by {used}"
