@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import IO
 
 from fusec.diagnostics import LocatedError, format_parse_error, parse_and_verify
+from fusec.pass_help import wants_help
 from fusec.pipelines import EMIT_PIPELINES, FUSE_PIPELINE
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
@@ -56,6 +57,7 @@ class FusecOptMain(xDSLOptMain):
 
     def __init__(self, args: Sequence[str] | None = None):
         argv = sys.argv[1:] if args is None else args
+        self._help = wants_help(list(argv))
         super().__init__("fusec modular optimizer driver", expand_pipeline_flags(argv))
 
     def register_all_dialects(self) -> None:
@@ -92,7 +94,29 @@ class FusecOptMain(xDSLOptMain):
             choices=sorted(EMIT_PIPELINES) or None,
             help="lower to this stage after the other passes",
         )
+        arg_parser.add_argument(
+            "--view-fusion-graph",
+            metavar="OUT.html",
+            help="write the fusion groups after the pipeline as a self-contained HTML/SVG page",
+        )
         arg_parser.version = "fusec-opt"  # type: ignore[attr-defined]
+        if self._help:  # describing the passes imports them all: only for --help
+            from fusec.pass_help import passes_help
+
+            arg_parser.epilog = passes_help()
+            arg_parser.formatter_class = argparse.RawDescriptionHelpFormatter
+
+    def apply_passes(self, prog: ModuleOp) -> None:
+        path = self.args.view_fusion_graph
+        if not path:
+            return super().apply_passes(prog)
+        from fusec.view_fusion_graph import FusionGraphView
+
+        view = self.__dict__.setdefault("_view", FusionGraphView(path))
+        with view.watching() as remarks:
+            super().apply_passes(prog)
+        view.add(prog, remarks)
+        view.write()
 
     def setup_pipeline(self) -> None:
         # xDSL reports unknown passes and bad pass options as plain exceptions.
