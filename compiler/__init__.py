@@ -112,3 +112,17 @@ def __getattr__(name: str) -> Any:
 
         return FusionError
     raise AttributeError(f"module 'fusec' has no attribute {name!r}")
+
+
+def import_graph(fn_or_module: Any, example_inputs: Any) -> Any:
+    """The `aten`-dialect `ModuleOp` of a function or module on `example_inputs`."""
+    from fusec.importer import import_graph as _import_graph
+
+    return _import_graph(fn_or_module, example_inputs)
+
+
+def cache_stats() -> dict[str, Any]:
+    """Kernel cache counters: kernels_compiled, memory_hits, disk_hits, entries, ..."""
+    from fusec.runtime.cache import cache_stats as _cache_stats
+
+    return _cache_stats()

@@ -292,14 +292,24 @@ def graph_report(fn: CompiledFunction, spec: Specialization | None = None) -> Gr
         if op in remarks or op.parent_op() is imported.func:
             kind = "unsupported-dtype" if why.startswith("unsupported dtype") else "barrier"
             remarks[op] = FusionRemark(kind, f"{_opaque_target(op)}: {why}")
-    # Ops a pass rebuilt keep their value names: find their node by name.
+    # Ops a pass built stand for the op they replace; guard's unfused copies and
+    # others keep their value names, which find their node when the name is unique.
     origins = dict(imported.origins)
+    derived = getattr(spec.remarks, "derived", {})
+    for new, old in derived.items():
+        if old in origins:
+            origins[new] = origins[old]
     if fn.gm is not None:
-        nodes = {n.name: n for n in fn.gm.graph.nodes}
+        from xdsl.ir import SSAValue
+
+        # xDSL drops `_<n>` suffixes from names: only a name one node has is trusted.
+        by_name: dict[str | None, list[Any]] = {}
+        for n in fn.gm.graph.nodes:
+            by_name.setdefault(SSAValue.extract_valid_name(n.name), []).append(n)
         for op in imported.func.walk():
-            hint = _hint(op)
-            if op not in origins and hint is not None and hint in nodes:
-                origins[op] = nodes[hint]
+            found = by_name.get(_hint(op), [])
+            if op not in origins and len(found) == 1:
+                origins[op] = found[0]
     report = module_report(
         imported.module,
         name,

@@ -22,8 +22,11 @@ import warnings
 from dataclasses import dataclass
 from typing import Any
 
+# A frame's line, then its code unless the next line is already a frame (a
+# `<string>` frame has no code line).
 _FRAME = re.compile(
-    r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<fn>[^\n]+)(?:\n(?P<code>[^\n]*))?'
+    r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<fn>[^\n]+)'
+    r'(?:\n(?!\s*File ")(?P<code>[^\n]*))?'
 )
 
 
@@ -74,7 +77,7 @@ def warn_user(message: str, node: Any = None, category: type[Warning] = UserWarn
         warnings.warn_explicit(message, category, where.file, where.line, module="fusec")
         return
     frame = sys._getframe(1)
-    level = 1
+    level = 2  # 1 is this function; 2 its caller, the first frame looked at
     while frame is not None and is_library_file(frame.f_code.co_filename):
         frame = frame.f_back
         level += 1

@@ -175,8 +175,11 @@ def _expand(op: Operation) -> OpFn:
 
 
 def _view(op: Operation) -> OpFn:
+    # `contiguous()` imports as the value itself (layout is not in the IR), so the
+    # input of `view` may be a non-contiguous tensor here: `reshape` is `view`
+    # wherever a view exists (same aliasing) and copies only where it does not.
     shape = _shape(op.results[0].type)
-    return lambda x: (x.view(shape),)
+    return lambda x: (x.reshape(shape),)
 
 
 def _reshape(op: Operation) -> OpFn:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fusec.dialects.aten import AddmmOp, AddOp, LinearOp, MmOp, MulOp, number_value
+from fusec.passes.fusion_remarks import derived_from
 from xdsl.context import Context
 from xdsl.dialects.arith import ConstantOp
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr, ModuleOp
@@ -46,6 +47,7 @@ class SplitLinearBias(RewritePattern):
             add.erase()
             product.erase()
             return
+        derived_from([product, add], op)
         rewriter.replace(op, [product, add])
 
 
@@ -88,6 +90,7 @@ class SplitAddmm(RewritePattern):
             for new in reversed(new_ops):
                 new.erase()
             return
+        derived_from(new_ops, op)
         rewriter.replace(op, new_ops, [result])
 
 

@@ -24,7 +24,7 @@ A later `fuse` run replaces the remarks of an earlier one for the ops it sees.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 
@@ -77,16 +77,23 @@ class FusionRemark:
         return f"{self.kind}: {self.detail}"
 
 
-_COLLECTOR: ContextVar[dict[Operation, FusionRemark] | None] = ContextVar(
-    "fusec_fusion_remarks", default=None
-)
+class Remarks(dict[Operation, FusionRemark]):
+    """The remark per op; `derived` maps ops a pass built to the op they replace
+    (`derived_from`), so they keep the user's source line."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.derived: dict[Operation, Operation] = {}
+
+
+_COLLECTOR: ContextVar[Remarks | None] = ContextVar("fusec_fusion_remarks", default=None)
 
 
 @contextlib.contextmanager
-def collect_remarks() -> Iterator[dict[Operation, FusionRemark]]:
+def collect_remarks() -> Iterator[Remarks]:
     """Collect the remarks of the `fuse` runs inside the block (nesting is fine:
     the inner block collects its own)."""
-    remarks: dict[Operation, FusionRemark] = {}
+    remarks = Remarks()
     token = _COLLECTOR.set(remarks)
     try:
         yield remarks
@@ -96,6 +103,22 @@ def collect_remarks() -> Iterator[dict[Operation, FusionRemark]]:
 
 def collecting() -> bool:
     return _COLLECTOR.get() is not None
+
+
+def cloned_from(clone: Operation, original: Operation) -> None:
+    """`clone` is `original.clone()`: each op inside stands for its original."""
+    if _COLLECTOR.get() is not None:
+        for new, old in zip(clone.walk(), original.walk(), strict=True):
+            derived_from([new], old)
+
+
+def derived_from(new_ops: Sequence[Operation], old: Operation) -> None:
+    """A pass replaced `old` by `new_ops`: they stand for the same user code."""
+    remarks = _COLLECTOR.get()
+    if remarks is not None:
+        origin = remarks.derived.get(old, old)
+        for op in new_ops:
+            remarks.derived[op] = origin
 
 
 def barrier_kind(op: Operation) -> str | None:

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 
 from fusec.dialects.aten import Pointwise
 from fusec.dialects.fusion import LAYOUTS, GroupOp, GuardOp, InputSpecAttr, YieldOp
+from fusec.passes.fusion_remarks import cloned_from
 from xdsl.context import Context
 from xdsl.dialects import arith, func, scf
 from xdsl.dialects.builtin import ModuleOp, TensorType
@@ -94,6 +95,7 @@ class GuardGroup(RewritePattern):
                 break
             fallback.add_op(inner.clone(value_mapper=mapping))
         group = op.clone()
+        cloned_from(group, op)
         kernel = Block([group, scf.YieldOp(*group.outputs)])
         branch = scf.IfOp(guard.ok, [r.type for r in op.outputs], Region(kernel), Region(fallback))
         rewriter.replace(op, [guard, branch], list(branch.results))
