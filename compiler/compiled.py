@@ -317,7 +317,7 @@ class CompiledFunction:
 
     def _eager_reason(self, args: Sequence[Any]) -> str | None:
         if self.gm is None:
-            return "the function cannot be traced with torch.fx"
+            return self.__dict__.get("untraceable") or "the function cannot be traced with torch.fx"
         if torch.is_grad_enabled():
             params = [p for p in self.gm.parameters() if p.requires_grad]
             if _needs_grad(args, params):
@@ -582,7 +582,10 @@ def compile(
             raise FusionError(f"fusec (strict): would run eagerly: {e}") from e
         warn_user(f"fusec: running eagerly: {e}")
         gm = None
+        why = str(e)
     fn = CompiledFunction(gm, graph, opts)
+    if gm is None:
+        fn.untraceable = why  # type: ignore[attr-defined]
     if example_inputs is not None and gm is not None and _all_real(example_inputs):
         fn._specialize(None, list(example_inputs))
     return fn
