@@ -5,9 +5,9 @@ nothing is fetched): groups are boxes, ops are nodes, tensors are edges.
     fusec-opt --fuse --view-fusion-graph=fusion.html model.mlir
 
 Layout is layered and needs no library: a group (or an op outside every group)
-is one item; items sit in rows by their longest path from the inputs, and a
-group's ops sit in rows inside its box by their longest path within the group,
-so boxes never overlap. Ops outside groups are drawn dashed, and their remark
+is one item; items sit in rows by their longest path from the inputs (each
+input in the row above its first reader), and a group's ops sit in rows inside
+its box by their longest path within the group, so boxes never overlap. Ops outside groups are drawn dashed, and their remark
 (why the `fuse` pass left them out) is the node's tooltip and a row of the table
 under the drawing.
 
@@ -117,19 +117,31 @@ def _layout(
         level[id(item)] = 1 + max((level[id(p)] for p in preds), default=0)
     n_levels = max(level.values(), default=0) + 2
     rows_of: list[list[_Item]] = [[] for _ in range(n_levels)]
+    # Each argument sits in the row just above its first reader, so weights stay
+    # next to their matmuls instead of in one long row of inputs.
+    arg_level: dict[str, int] = {}
+    for item in items:
+        for op in item.ops:
+            for i in op.inputs:
+                if i not in owner:
+                    lvl = level[id(item)] - 1
+                    arg_level[i] = min(arg_level.get(i, lvl), lvl)
+    args_of: list[list[str]] = [[] for _ in range(n_levels)]
+    for a in report.args:
+        args_of[arg_level.get(a, 0)].append(a)
     for item in items:
         rows_of[level[id(item)]].append(item)
     centres: dict[str, tuple[float, float]] = {}
     y = PAD
     width = 0.0
-    # Row 0: function arguments; last row: results.
     for r, row in enumerate(rows_of):
+        if not row and not args_of[r]:
+            continue
         x = PAD
         height = NODE_H
-        if r == 0:
-            for a in report.args:
-                centres[a] = (x + NODE_W / 2, y + NODE_H / 2)
-                x += NODE_W + GAP_X
+        for a in args_of[r]:
+            centres[a] = (x + NODE_W / 2, y + NODE_H / 2)
+            x += NODE_W + GAP_X
         for item in row:
             item.x, item.y = x, y
             top = y + (PAD + TITLE if item.name else 0)
@@ -143,6 +155,7 @@ def _layout(
             height = max(height, item.height)
         width = max(width, x)
         y += height + GAP_Y
+    # Last row: the results.
     x = PAD
     for k, _res in enumerate(report.results):
         centres[f"result:{k}"] = (x + NODE_W / 2, y + NODE_H / 2)
