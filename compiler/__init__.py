@@ -65,7 +65,8 @@ def compile(graph: Any, example_inputs: Any = None, **options: Any) -> Any:
     strict: bool = False
         Raise `fusec.FusionError`, naming the op and its source line, when an op
         that could have fused did not (argument limit, a write that may alias, a
-        group without a kernel) or the graph would run eagerly.
+        group without a kernel) or the graph would run eagerly, or past
+        `max_specializations` (where guards may fail and ops run unfused).
 
     The result is a `CompiledFunction`: `launches_per_call` (kernels the last call
     launched), `ir()` (the IR after the pipeline), `explain()` (a `fusec.explain`

@@ -59,7 +59,8 @@ class CompileOptions:
     strict: bool = False
     """Raise `FusionError`, naming the op and its source line, when an op that could
     have fused did not (argument limit, a write that may alias, a group without a
-    kernel, a failed guard) or the graph would run eagerly; barriers do not count."""
+    kernel) or the graph would run eagerly or, past `max_specializations`, on a
+    guarded program whose guards may fail; barriers do not count."""
 
 
 class FusionError(RuntimeError):
@@ -178,6 +179,8 @@ class CompiledFunction:
         self._lock = threading.Lock()
         self._warned = False
         self.last: Specialization | None = None
+        self.untraceable: str | None = None
+        """Why torch.fx could not trace the function (it then runs eagerly)."""
 
     # ------------------------------------------------------------------ calls
 
@@ -243,8 +246,10 @@ class CompiledFunction:
                 # The program's guards make any input safe for its groups: those
                 # that do not match run their unfused ops.
                 reused = self._guarded_program_for(key, args)
-                if self.options.strict and reused is None:
-                    raise FusionError(f"fusec (strict): would run eagerly: {reason}")
+                if self.options.strict:
+                    # A reused program's groups run unfused wherever their guards fail.
+                    action = action_of(reused)
+                    raise FusionError(f"fusec (strict): {self._name()}: {action}: {reason}")
                 if not self._warned:
                     action = "running eagerly" if reused is None else "reusing a guarded program"
                     warn_user(f"fusec: {action}: {reason}")
@@ -317,7 +322,7 @@ class CompiledFunction:
 
     def _eager_reason(self, args: Sequence[Any]) -> str | None:
         if self.gm is None:
-            return self.__dict__.get("untraceable") or "the function cannot be traced with torch.fx"
+            return self.untraceable or "the function cannot be traced with torch.fx"
         if torch.is_grad_enabled():
             params = [p for p in self.gm.parameters() if p.requires_grad]
             if _needs_grad(args, params):
@@ -585,7 +590,7 @@ def compile(
         why = str(e)
     fn = CompiledFunction(gm, graph, opts)
     if gm is None:
-        fn.untraceable = why  # type: ignore[attr-defined]
+        fn.untraceable = why
     if example_inputs is not None and gm is not None and _all_real(example_inputs):
         fn._specialize(None, list(example_inputs))
     return fn

@@ -172,6 +172,10 @@ def test_failed_guards_specializations_and_warnings_name_the_user():
     assert group.guard_failure is not None and "size-1 pattern" in group.guard_failure
     assert {o.remark.kind for o in group.ops} == {"guard-failed"}
     assert report.kernels == 0
+    strict = fusec.compile(scale, max_specializations=1, strict=True)
+    strict(x, y)
+    with pytest.raises(FusionError, match="reusing a guarded program"):
+        strict(x1, y)
 
     g = fusec.compile(scale)
     g(x, y)
