@@ -4,11 +4,12 @@ The reasons come from the pass itself: `try_fuse` notes each check that refused 
 (consumer, producer) pair, and at the end of the pass every op of a function body
 still outside a group gets one `FusionRemark`, built from what the pass saw:
 
-    %0 = aten.mm %x, %w                 -> barrier: matrix product (aten.mm)
-    %1 = aten.opaque "torch.softmax"    -> barrier: op fusec does not model (torch.softmax)
-    %2 = aten.exp %0   (its only pointwise neighbour is past the argument limit)
-                                        -> arg-limit: fusing aten.tanh would need 130 kernel
-                                           arguments (limit 128)
+    %0 = aten.mm %x, %w      -> barrier: matrix product (aten.mm), runs through PyTorch
+    %1 = aten.opaque "torch.softmax"(%0)
+                             -> barrier: op fusec does not model (torch.softmax)
+    %2 = aten.exp %1         -> arg-limit: fusing aten.exp into a group of aten.tanh, ...
+                                needs 130 kernel arguments (arg-limit=128)
+    %3 = aten.neg %0         -> no-partner: inputs from aten.mm; used by aten.opaque
 
 Remarks are collected only inside `collect_remarks()` (what `fusec.compile`,
 `fusec.explain` and `fusec-opt --view-fusion-graph` use), so the pass costs nothing
@@ -54,13 +55,14 @@ KINDS: dict[str, str] = {
     "unsupported-dtype": "no kernel for the dtype",
     "fallback": "the group's kernel could not be built; it runs through PyTorch",
     "guard-failed": "the group's guard failed on these inputs; its ops ran unfused",
-    "eager": "the whole graph runs eagerly",
 }
-"""Remark kinds and what they mean; `fuse` makes the first six, the runtime the rest."""
+"""Remark kinds and what they mean: `fuse` makes the first six, the importer
+`unsupported-dtype` (on `aten.opaque`), the runtime the last two. A graph that runs
+eagerly as a whole has no ops to remark on: its report says why instead."""
 
-FIXABLE = frozenset({"arg-limit", "alias-write", "fallback", "guard-failed", "eager"})
+FIXABLE = frozenset({"arg-limit", "alias-write", "fallback", "guard-failed"})
 """Kinds where an op that could have fused did not (a limit, a conservative alias
-check, a kernel that failed to build, a guard, an eager fallback), as opposed to
+check, a kernel that failed to build, a guard), as opposed to
 the graph's own structure (barriers, cycles, no partner): what
 `fusec.compile(..., strict=True)` rejects."""
 
