@@ -34,7 +34,7 @@ from fusec.runtime.cudagraphs import (
     mutated_inputs,
 )
 from reference_models import lstm_cell, lstm_tail
-from toolchains import cuda_toolchain_or_skip
+from toolchains import cuda_driver_bindings_or_skip, cuda_toolchain_or_skip
 from torch import nn
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 from xdsl.ir import BlockArgument
@@ -217,7 +217,7 @@ def test_param_buffer_points_at_each_value_in_its_ptx_type() -> None:
 
 
 def test_check_returns_values_and_raises_named_errors() -> None:
-    from cuda.bindings import driver
+    driver: Any = cuda_driver_bindings_or_skip()
 
     ok = driver.CUresult.CUDA_SUCCESS
     assert cuda.check((ok,)) is None
@@ -228,6 +228,8 @@ def test_check_returns_values_and_raises_named_errors() -> None:
 
 
 def test_missing_driver_library_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    driver: Any = cuda_driver_bindings_or_skip()
+
     class DynamicLibNotFoundError(RuntimeError):
         pass
 
@@ -241,8 +243,6 @@ def test_missing_driver_library_is_a_clear_error(monkeypatch: pytest.MonkeyPatch
         cuda.init()
     assert not cuda.driver_available()
     # Reporting an error code needs no driver either.
-    from cuda.bindings import driver
-
     with pytest.raises(cuda.CudaError, match="cuDeviceGet failed with CUDA_ERROR_NO_DEVICE"):
         cuda.check((driver.CUresult.CUDA_ERROR_NO_DEVICE,), "cuDeviceGet")
 

@@ -16,3 +16,15 @@ def cuda_toolchain_or_skip() -> CudaToolchain:
             pytest.fail(f"the cuda extra is installed but the toolchain is incomplete: {tc}")
         pytest.skip("no CUDA toolchain (install fusec[cuda])")
     return tc
+
+
+def cuda_driver_bindings_or_skip() -> object:
+    """`cuda.bindings.driver` (cuda-python, from the `cuda` extra); skips without
+    it, and fails when the extra is installed but the bindings do not import."""
+    try:
+        from cuda.bindings import driver
+    except ImportError as e:
+        if cuda_extra_installed():
+            pytest.fail(f"the cuda extra is installed but cuda-python does not import: {e}")
+        pytest.skip("no cuda-python (install fusec[cuda])")
+    return driver
