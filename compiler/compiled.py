@@ -367,6 +367,15 @@ class CompiledFunction:
         self._report_new(spec)
         return spec
 
+    def _name_guards(self, spec: Specialization, report: Any) -> None:
+        """Let the guards log name each guard's group by the user's lines."""
+        from fusec.dialects.fusion import GuardOp
+        from fusec.explanation import guard_names
+
+        assert spec.program is not None and spec.imported is not None
+        guards = [op for op in spec.imported.func.body.block.ops if isinstance(op, GuardOp)]
+        spec.program.guard_names.update(guard_names(report, guards))
+
     def _report_new(self, spec: Specialization) -> None:
         """Log a new specialization's fusion and kernels; in strict mode, raise if
         an op that could have fused did not."""
@@ -374,12 +383,15 @@ class CompiledFunction:
             self.options.strict
             or logs.fusion.isEnabledFor(logging.INFO)
             or logs.kernels.isEnabledFor(logging.INFO)
+            or logs.guards.isEnabledFor(logging.INFO)
         ):
             return
         from fusec.explanation import graph_report, log_graph, strict_violations
 
         report = graph_report(self, spec)
         log_graph(report)
+        if logs.guards.isEnabledFor(logging.INFO):
+            self._name_guards(spec, report)
         bad = strict_violations(report) if self.options.strict else []
         if bad:
             lines = "\n".join(f"  {op.label()}: {op.remark}" for op in bad)

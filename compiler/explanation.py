@@ -334,6 +334,18 @@ def _opaque_reason(op: Operation, imported: Any) -> str | None:
     return imported.opaque_reasons.get(node) if node is not None else None
 
 
+def guard_names(report: GraphReport, guards: Sequence[Operation]) -> dict[Operation, str]:
+    """`group[sigmoid,mul] (model.py:3, model.py:4)` for each guard of `report`'s
+    guarded groups, in order: what the guards log calls them."""
+    guarded = [g for g in report.groups if g.guarded]
+    names: dict[Operation, str] = {}
+    for guard, group in zip(guards, guarded, strict=False):
+        ops = ",".join(o.name.removeprefix("aten.") for o in group.ops)
+        lines = ", ".join(dict.fromkeys(str(o.source) for o in group.ops if o.source))
+        names[guard] = f"{group.name} [{ops}]" + (f" ({lines})" if lines else "")
+    return names
+
+
 def strict_violations(report: GraphReport) -> list[OpReport]:
     """Ops that could have fused and did not (`FIXABLE` remark kinds)."""
     ops = list(report.unfused) + [o for g in report.groups for o in g.ops]

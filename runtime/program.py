@@ -92,6 +92,9 @@ class HostProgram:
     """Kernels not launched over all runs because their guard failed."""
     failed_guards: dict[GuardOp, str] = field(default_factory=dict)
     """The last failure of each `fusion.guard` that failed (for `fusec.explain`)."""
+    guard_names: dict[GuardOp, str] = field(default_factory=dict)
+    """How the guards log names a guard's group (e.g. with the user's lines);
+    by default its ops, `group[sigmoid,mul]`."""
 
     def __post_init__(self) -> None:
         template: list[Any] = [None] * self.n_slots
@@ -244,7 +247,8 @@ class _Builder:
                     why = f"input #{i} {c.mismatch(x)}"
                     self.root.failed_guards[op] = why
                     if guard_log.isEnabledFor(logging.INFO):
-                        guard_log.info("guard of %s failed: %s; its ops run unfused", what, why)
+                        name = self.root.guard_names.get(op, what)
+                        guard_log.info("guard of %s failed: %s; its ops run unfused", name, why)
                     return (False,)
             return (True,)
 

@@ -266,7 +266,8 @@ def test_guard_log_and_unknown_channels(capsys):
     finally:
         fusec.set_logs()
     err = capsys.readouterr().err
-    assert "[fusec.guards] guard of group[sigmoid,mul] failed: input #" in err
+    where = line_of(scale, "return torch.sigmoid(x) * y")
+    assert f"[fusec.guards] guard of group_0 [sigmoid,mul] ({where}) failed: input #" in err
     assert "has shape (4, 1), expected size-1 pattern nxn; its ops run unfused" in err
     with pytest.raises(ValueError, match="unknown fusec log channel"):
         fusec.set_logs(fusoin=True)
