@@ -88,7 +88,10 @@ def try_fuse(
             and reads_cat_exit(consumer, producer)
         ):
             rejections.refused(
-                consumer, producer, "cat-exit", f"{_what(producer)} reads a cat exit of the group"
+                consumer,
+                producer,
+                "cat-exit",
+                f"{_what(producer, state)} reads a cat exit of the group",
             )
         return False
     if any(state.has_user_before(r, consumer) for r in producer.results):
@@ -97,7 +100,7 @@ def try_fuse(
                 consumer,
                 producer,
                 "cycle",
-                f"another user of {_what(producer)} comes before {_what(consumer)}",
+                f"another user of {_what(producer, state)} comes before {_what(consumer, state)}",
             )
         return False
     if state.crosses_write(producer, consumer):
@@ -106,7 +109,7 @@ def try_fuse(
                 consumer,
                 producer,
                 "alias-write",
-                f"an aten.copy_ between {_what(producer)} and {_what(consumer)} "
+                f"an aten.copy_ between {_what(producer, state)} and {_what(consumer, state)} "
                 "may write what it reads",
             )
         return False
@@ -117,7 +120,7 @@ def try_fuse(
                 consumer,
                 producer,
                 "arg-limit",
-                f"fusing {_what(producer)} into {_what(consumer)} needs {count} kernel "
+                f"fusing {_what(producer, state)} into {_what(consumer, state)} needs {count} kernel "
                 f"arguments (arg-limit={state.arg_limit})",
             )
         return False
@@ -129,9 +132,11 @@ def try_fuse(
     return True
 
 
-def _what(op: Operation) -> str:
+def _what(op: Operation, state: FusionState) -> str:
+    """The op's name, or a group's first op and size (O(1): refusals are many)."""
     if isinstance(op, GroupOp):
-        return "a group of " + ", ".join(o.name for o in op.body.block.ops if o is not op.yield_op)
+        first = op.body.block.first_op
+        return f"a group of {state.size(op) - 1} op(s) from {getattr(first, 'name', '?')}"
     return op.name
 
 
