@@ -289,12 +289,22 @@ def check_artifact(artifact: Any, group: GroupOp, target: str) -> None:
     if defined is None:
         raise CorruptEntry(f"kernel {want} is not defined in the entry's code")
     sig = artifact.signature
-    inputs = tuple(dtype_name(a.type) for a in group.body.block.args)
-    if tuple(sig.inputs) != inputs:
+    inputs = tuple(_shape_free(dtype_name(a.type)) for a in group.body.block.args)
+    if tuple(_shape_free(str(t)) for t in sig.inputs) != inputs:
         raise CorruptEntry(f"signature inputs {sig.inputs} do not match the group's {inputs}")
     results = len(sig.outputs) - sum(len(ex.parts) for ex in sig.exits) + len(sig.exits)
     if results != len(group.outputs):
         raise CorruptEntry(f"signature has {results} results, the group {len(group.outputs)}")
+
+
+def _shape_free(type_text: str) -> tuple[str, int]:
+    """(element type, rank) of `tensor<4x3xf32>` (("f32", 2)) or a scalar type
+    (rank -1): what groups of one canonical key share, sizes aside."""
+    m = re.fullmatch(r"tensor<(.*)>", type_text)
+    if m is None:
+        return type_text, -1
+    parts = m.group(1).split("x")
+    return parts[-1], len(parts) - 1
 
 
 @dataclass

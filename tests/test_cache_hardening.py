@@ -333,3 +333,11 @@ def test_an_unusable_directory_keeps_fusion_on(cache_dir, monkeypatch, tmp_path,
     stats = fusec.cache_stats()
     assert (stats["kernels_compiled"], stats["build_failures"], stats["disk_writes"]) == (1, 0, 0)
     assert any("memory only" in r.message for r in caplog.records)
+
+
+def test_an_entry_serves_other_sizes_of_its_key(cache_dir):
+    check(add_tail, torch.randn(4, 3), torch.randn(4, 3))
+    cache_mod.reset()
+    check(add_tail, torch.randn(7, 5), torch.randn(7, 5))
+    stats = fusec.cache_stats()
+    assert (stats["disk_hits"], stats["corrupt_entries"], stats["kernels_compiled"]) == (1, 0, 0)
