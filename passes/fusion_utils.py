@@ -38,6 +38,13 @@ from xdsl.rewriter import InsertPoint
 from xdsl.traits import is_side_effect_free
 
 DEFAULT_ARG_LIMIT = 128
+
+
+def check_arg_limit(pass_name: str, arg_limit: int) -> None:
+    """`ValueError` (a bad pass option) unless a group can take one input and
+    one output."""
+    if arg_limit < 2:
+        raise ValueError(f"{pass_name}: arg-limit must be at least 2, got {arg_limit}")
 """Kernel arguments (inputs + outputs) a group may take, as the seeds' NVRTC limit."""
 
 
