@@ -136,7 +136,8 @@ def test_the_mlir_opt_pass_without_mlir_opt(tmp_path, monkeypatch):
 
 
 def test_emit_llvmir_of_a_nested_module(tmp_path):
-    rc, out, err = run(tmp_path, "builtin.module {\n" + TWO_OPS + "}\n", "--fuse", "--emit=llvmir")
+    nested = "builtin.module {\nbuiltin.module {\n" + TWO_OPS + "}\n}\n"
+    rc, out, err = run(tmp_path, nested, "--fuse", "--emit=llvmir")
     assert rc == 0, err
     assert "define void @" in out and "f_group0" in out
 
