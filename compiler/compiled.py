@@ -13,6 +13,16 @@ guard fails run their unfused ops), or eagerly when there is none; a warning say
 which. Graphs whose import folds sizes (`x.view(x.size(0), -1)`) specialize on
 exact shapes instead of broadcast patterns.
 
+Calls behave as calls of the original: keyword arguments and defaults bind to
+the traced graph's placeholders, and a call that does not fit them (extra
+arguments, unknown keywords) runs the original, which raises as eager does. An
+argument that is None gets a graph traced with it concrete (a symbolic trace
+takes `y is not None` to be true), sparse and nested tensors run eagerly, every
+fallback runs the original function (never a graph traced for other inputs), a
+compiled program that fails lets eager report the error (PyTorch's
+`RuntimeError` for a shape mismatch), and compiling draws no random numbers, so
+seeded runs equal eager ones.
+
     f = fusec.compile(lstm_cell)
     hy, cy = f(x, hx, cx, w_ih, w_hh, b_ih, b_hh)
     f.launches_per_call   # 1: the whole pointwise tail is one kernel
@@ -211,6 +221,8 @@ class CompiledFunction:
         params = self._params()
         if params is None or len(args) > len(params):
             return None
+        if not kwargs and len(args) == len(params):
+            return list(args)  # the common case, on the per-call path
         bound: list[Any] = list(args)
         names = [name for name, _ in params]
         for name in kwargs:
@@ -247,6 +259,8 @@ class CompiledFunction:
         """The compiled function for a call whose arguments include None: the
         original traced again with those arguments concrete, since a symbolic trace
         took `x is None` to be False (`fn(x, y=None)` branching on `y`)."""
+        if not any(a is None for a in bound):
+            return self
         nones = frozenset(
             name for (name, _), a in zip(self._params() or [], bound, strict=True) if a is None
         )

@@ -341,3 +341,25 @@ def test_an_entry_serves_other_sizes_of_its_key(cache_dir):
     check(add_tail, torch.randn(7, 5), torch.randn(7, 5))
     stats = fusec.cache_stats()
     assert (stats["disk_hits"], stats["corrupt_entries"], stats["kernels_compiled"]) == (1, 0, 0)
+
+
+def test_a_ptx_entry_round_trips_as_data(cache_dir):
+    from toolchains import cuda_toolchain_or_skip
+
+    cuda_toolchain_or_skip()
+    group = group_of(add_tail)
+    first = KernelCache(directory=cache_dir)
+    built = first.kernel_for(group, "sm_80")
+    assert built is not None and first.stats.disk_writes == 1
+    [entry] = entry_files(cache_dir)
+    assert b".entry " + built.artifact.name.encode() in entry.read_bytes()
+    second = KernelCache(directory=cache_dir)
+    loaded = second.kernel_for(group, "sm_80")
+    assert (second.stats.disk_hits, second.stats.kernels_compiled) == (1, 0)
+    assert loaded.artifact == built.artifact
+    # An sm_80 entry is not a CPU kernel, even under the CPU key's file name.
+    cpu_path = second.path(second.key(group, "cpu"))
+    cpu_path.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(entry, cpu_path)
+    assert second.kernel_for(group, "cpu") is not None
+    assert (second.stats.corrupt_entries, second.stats.kernels_compiled) == (1, 1)
