@@ -148,6 +148,9 @@ class Specialization:
     reason: str = ""
     compile_seconds: float = 0.0
     module_text: Callable[[], str] = field(default=lambda: "")
+    unconfirmed: bool = False
+    """Compiling failed unexpectedly: kept only once eager has run these inputs
+    (if eager raises too, the inputs were bad, not the compiler)."""
 
     @property
     def launches(self) -> int:
@@ -199,7 +202,13 @@ class CompiledFunction:
         program = spec.program
         if program is None:
             self.launches_per_call = 0
-            return self._eager(args)
+            result = self._eager(args)
+            if spec.unconfirmed:  # eager ran: the failure was fusec's
+                warnings.warn(f"fusec: running eagerly: {spec.reason}", stacklevel=2)
+                with self._lock:
+                    spec.unconfirmed = False
+                    self.specializations[key] = spec
+            return result
         self.launches_per_call = program.launches
         inputs = [g(args) for g in spec.getters]
         try:
@@ -356,7 +365,8 @@ class CompiledFunction:
                     self._exact_shapes = True
                     self.specializations.clear()
                     key = self._key(args)
-            self.specializations[key] = spec
+            if not spec.unconfirmed:
+                self.specializations[key] = spec
             return spec
 
     def _guarded_program_for(self, key: Any, args: Sequence[Any]) -> Specialization | None:
@@ -391,12 +401,15 @@ class CompiledFunction:
             except (UnsupportedGraph, UnsupportedProgram) as e:
                 reason = str(e)
             except Exception as e:  # noqa: BLE001 - e.g. a verifier rejecting the inputs
-                # Eager's own error (a shape mismatch's RuntimeError) is the one to
-                # raise; run it without consuming random numbers.
-                with _rng_preserved(args):
-                    self._eager(args)
+                # This call runs eagerly, so eager reports its own error (PyTorch's
+                # RuntimeError for a shape mismatch); kept only if eager runs.
                 reason = f"fusec failed to compile ({type(e).__name__}: {e})"
-                log.warning("fusec: running eagerly: %s", reason)
+                return Specialization(
+                    None,
+                    reason=reason,
+                    compile_seconds=time.perf_counter() - start,
+                    unconfirmed=True,
+                )
         if self.gm is not None:  # an untraceable function was reported by `compile`
             warnings.warn(f"fusec: running eagerly: {reason}", stacklevel=4)
         return Specialization(None, reason=reason, compile_seconds=time.perf_counter() - start)

@@ -173,3 +173,29 @@ def test_the_first_call_draws_random_numbers_once(fn):
         want, after_eager = fn(x), torch.rand(3)
         torch.testing.assert_close(got, want)
         torch.testing.assert_close(after, after_eager)
+
+
+def test_a_compiler_failure_runs_the_original_once(monkeypatch):
+    import fusec.compiled as compiled
+
+    attempts = []
+
+    def broken_pipeline(module, pipeline=None):
+        attempts.append(1)
+        raise RuntimeError("a fusec bug")
+
+    monkeypatch.setattr(compiled, "run_pipeline", broken_pipeline)
+
+    def bump(x):
+        x.add_(1)
+        return torch.sigmoid(x) * 2
+
+    x = torch.zeros(3)
+    f = fusec.compile(bump)
+    with pytest.warns(UserWarning, match="fusec failed to compile"):
+        got = f(x)
+    torch.testing.assert_close(x, torch.ones(3))  # written once, by the original
+    torch.testing.assert_close(got, torch.sigmoid(torch.ones(3)) * 2)
+    f(x)
+    assert len(attempts) == 1 and f.launches_per_call == 0
+    torch.testing.assert_close(x, torch.full((3,), 2.0))
