@@ -273,13 +273,13 @@ class CompiledFunction:
         nones = frozenset(
             name for (name, _), a in zip(self._params() or [], bound, strict=True) if a is None
         )
-        if not nones or self.__dict__.get("_variant_names") or isinstance(
-            self.original, torch.fx.GraphModule
+        if (
+            not nones
+            or self.__dict__.get("_variant_names")
+            or isinstance(self.original, torch.fx.GraphModule)
         ):
             return self
-        variants: dict[frozenset[str], CompiledFunction] = self.__dict__.setdefault(
-            "_variants", {}
-        )
+        variants: dict[frozenset[str], CompiledFunction] = self.__dict__.setdefault("_variants", {})
         variant = variants.get(nones)
         if variant is None:
             try:

@@ -38,6 +38,7 @@ from xdsl.rewriter import InsertPoint
 from xdsl.traits import is_side_effect_free
 
 DEFAULT_ARG_LIMIT = 128
+"""Kernel arguments (inputs + outputs) a group may take, as the seeds' NVRTC limit."""
 
 
 def check_arg_limit(pass_name: str, arg_limit: int) -> None:
@@ -45,7 +46,6 @@ def check_arg_limit(pass_name: str, arg_limit: int) -> None:
     one output."""
     if arg_limit < 2:
         raise ValueError(f"{pass_name}: arg-limit must be at least 2, got {arg_limit}")
-"""Kernel arguments (inputs + outputs) a group may take, as the seeds' NVRTC limit."""
 
 
 def in_group(op: Operation) -> bool:

@@ -462,7 +462,9 @@ class KernelCache:
             # tree; what is left of killed ones goes.
             removed = remove_stale_tmp(path.parent, prefix=path.name + ".")
             if removed:
-                log.info("fusec: removed %d stale temporary cache file(s) in %s", removed, path.parent)
+                log.info(
+                    "fusec: removed %d stale temporary cache file(s) in %s", removed, path.parent
+                )
                 with self._lock:
                     self.stats.stale_tmp_removed += removed
             # Another process may have built it while we waited; a corrupt entry
