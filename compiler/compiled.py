@@ -13,6 +13,16 @@ guard fails run their unfused ops), or eagerly when there is none; a warning say
 which. Graphs whose import folds sizes (`x.view(x.size(0), -1)`) specialize on
 exact shapes instead of broadcast patterns.
 
+Calls behave as calls of the original: keyword arguments and defaults bind to
+the traced graph's placeholders, and a call that does not fit them (extra
+arguments, unknown keywords) runs the original, which raises as eager does. An
+argument that is None gets a graph traced with it concrete (a symbolic trace
+takes `y is not None` to be true), sparse and nested tensors run eagerly, every
+fallback runs the original function (never a graph traced for other inputs), a
+compiled program that fails lets eager report the error (PyTorch's
+`RuntimeError` for a shape mismatch), and compiling draws no random numbers, so
+seeded runs equal eager ones.
+
     f = fusec.compile(lstm_cell)
     hy, cy = f(x, hx, cx, w_ih, w_hh, b_ih, b_hh)
     f.launches_per_call   # 1: the whole pointwise tail is one kernel
@@ -20,10 +30,11 @@ exact shapes instead of broadcast patterns.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -155,6 +166,9 @@ class Specialization:
     """The `fuse` pass's remark per op left outside a group (`fusion_remarks`)."""
     kernels: dict[Any, Any] = field(default_factory=dict)
     """Per group op, the `explanation.KernelRecord` of its kernel lookup."""
+    unconfirmed: bool = False
+    """Compiling failed unexpectedly: kept only once eager has run these inputs
+    (if eager raises too, the inputs were bad, not the compiler)."""
 
     @property
     def launches(self) -> int:
@@ -189,7 +203,22 @@ class CompiledFunction:
         exact = self._exact_shapes
         return (grad, *[_arg_spec(a, grad, exact) for a in args])
 
-    def __call__(self, *args: Any) -> Any:
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        bound = self._bind(args, kwargs)
+        if bound is None:
+            # Not the traced signature (extra or missing arguments, unknown
+            # keywords): the original raises or runs exactly as eager does.
+            self.launches_per_call = 0
+            return self.original(*args, **kwargs)
+        variant = self._variant_for(bound)
+        if variant is not self:
+            result = variant(*bound)
+            self.launches_per_call, self.last = variant.launches_per_call, variant.last
+            return result
+        args = tuple(bound)
+        if not all(_dense(a) for a in args):
+            self.launches_per_call = 0  # sparse, nested, ... tensors: eager's kernels
+            return self._eager(args)
         key = self._key(args)
         spec = self.specializations.get(key)
         if spec is None:
@@ -198,14 +227,110 @@ class CompiledFunction:
         program = spec.program
         if program is None:
             self.launches_per_call = 0
-            return self._eager(args)
+            result = self._eager(args)
+            if spec.unconfirmed:  # eager ran: the failure was fusec's
+                warn_user(f"fusec: running eagerly: {spec.reason}")
+                with self._lock:
+                    spec.unconfirmed = False
+                    self.specializations[key] = spec
+            return result
         self.launches_per_call = program.launches
         inputs = [g(args) for g in spec.getters]
-        if self.options.cuda_graphs:
-            return _fill(spec.outputs, self._graph_runner(spec)(args, inputs))
-        results = program(inputs)
+        try:
+            if self.options.cuda_graphs:
+                return _fill(spec.outputs, self._graph_runner(spec)(args, inputs))
+            results = program(inputs)
+        except Exception as e:  # noqa: BLE001 - eager decides what the right error is
+            return self._after_failure(args, e)
         self.launches_per_call = program.last_launches  # less the groups whose guard failed
         return _fill(spec.outputs, results)
+
+    # ------------------------------------------------------------------ arguments
+
+    def _bind(self, args: Sequence[Any], kwargs: dict[str, Any]) -> list[Any] | None:
+        """The call's arguments in the traced graph's placeholder order, defaults
+        filled in; None when they do not fit it (so the original must run)."""
+        if self.gm is None:
+            return None
+        params = self._params()
+        if params is None or len(args) > len(params):
+            return None
+        if not kwargs and len(args) == len(params):
+            return list(args)  # the common case, on the per-call path
+        bound: list[Any] = list(args)
+        names = [name for name, _ in params]
+        for name in kwargs:
+            if name not in names or names.index(name) < len(args):
+                return None
+        for name, default in params[len(args) :]:
+            if name in kwargs:
+                bound.append(kwargs[name])
+            elif default is not _NO_DEFAULT:
+                bound.append(default)
+            else:
+                return None
+        return bound
+
+    def _params(self) -> list[tuple[str, Any]] | None:
+        """(name, default) per placeholder of the traced graph; None when it has
+        `*args`/`**kwargs` placeholders (calls then run the original)."""
+        params = self.__dict__.get("_params_cache")
+        if params is None:
+            assert self.gm is not None
+            params = []
+            for node in self.gm.graph.nodes:
+                if node.op != "placeholder":
+                    continue
+                name = str(node.target)
+                if name.startswith("*"):
+                    params = False
+                    break
+                params.append((name, node.args[0] if node.args else _NO_DEFAULT))
+            self.__dict__["_params_cache"] = params
+        return params or ([] if params == [] else None)
+
+    def _variant_for(self, bound: Sequence[Any]) -> CompiledFunction:
+        """The compiled function for a call whose arguments include None: the
+        original traced again with those arguments concrete, since a symbolic trace
+        took `x is None` to be False (`fn(x, y=None)` branching on `y`)."""
+        if not any(a is None for a in bound):
+            return self
+        nones = frozenset(
+            name for (name, _), a in zip(self._params() or [], bound, strict=True) if a is None
+        )
+        if (
+            not nones
+            or self.__dict__.get("_variant_names")
+            or isinstance(self.original, torch.fx.GraphModule)
+        ):
+            return self
+        variants: dict[frozenset[str], CompiledFunction] = self.__dict__.setdefault("_variants", {})
+        variant = variants.get(nones)
+        if variant is None:
+            try:
+                gm: torch.fx.GraphModule | None = torch.fx.symbolic_trace(
+                    self.original, concrete_args=dict.fromkeys(nones)
+                )
+            except Exception as e:  # noqa: BLE001 - an untraceable variant runs eagerly
+                log.info("fusec: cannot trace with %s=None (%s); running eagerly", sorted(nones), e)
+                gm = None
+            variant = variants[nones] = CompiledFunction(gm, self.original, self.options)
+            variant._variant_names = tuple(name for name, _ in self._params() or [])
+        return variant
+
+    def _after_failure(self, args: Sequence[Any], error: Exception) -> Any:
+        """A compiled program raised: the original decides. Its error (PyTorch's,
+        e.g. for a shape mismatch) is the one users see; if it runs, fusec has a
+        bug, which is logged, and eager's result is returned."""
+        self.launches_per_call = 0
+        result = self._eager(args)
+        log.warning(
+            "fusec: a compiled program failed where eager PyTorch runs (%s: %s); "
+            "returned eager's result",
+            type(error).__name__,
+            error,
+        )
+        return result
 
     def _graph_runner(self, spec: Specialization) -> Any:
         """The CUDA graph runner of a compiled specialization (made on first use)."""
@@ -225,8 +350,12 @@ class CompiledFunction:
         return runner
 
     def _eager(self, args: Sequence[Any]) -> Any:
-        fn = self.gm if self.gm is not None else self.original
-        return fn(*args)
+        # Always the original: a graph traced for other inputs may have taken
+        # another branch of its Python control flow.
+        names = self.__dict__.get("_variant_names")
+        if names:  # a variant's arguments are all of the original's, by name
+            return self.original(**dict(zip(names, args, strict=True)))
+        return self.original(*args)
 
     # ------------------------------------------------------------------ compile
 
@@ -280,7 +409,8 @@ class CompiledFunction:
                     self.specializations.clear()
                     key = self._key(args)
                     spec.why += "; the graph reads sizes, so it specializes on exact shapes"
-            self.specializations[key] = spec
+            if not spec.unconfirmed:
+                self.specializations[key] = spec
             return spec
 
     def _guarded_program_for(self, key: Any, args: Sequence[Any]) -> Specialization | None:
@@ -314,6 +444,16 @@ class CompiledFunction:
                 return spec
             except (UnsupportedGraph, UnsupportedProgram) as e:
                 reason = str(e)
+            except Exception as e:  # noqa: BLE001 - e.g. a verifier rejecting the inputs
+                # This call runs eagerly, so eager reports its own error (PyTorch's
+                # RuntimeError for a shape mismatch); kept only if eager runs.
+                reason = f"fusec failed to compile ({type(e).__name__}: {e})"
+                return Specialization(
+                    None,
+                    reason=reason,
+                    compile_seconds=time.perf_counter() - start,
+                    unconfirmed=True,
+                )
         if self.options.strict:
             raise FusionError(f"fusec (strict): {self._name()} would run eagerly: {reason}")
         if self.gm is not None:  # an untraceable function was reported by `compile`
@@ -335,7 +475,10 @@ class CompiledFunction:
     def _build(self, args: Sequence[Any]) -> Specialization:
         assert self.gm is not None
         name = getattr(self.original, "__name__", None) or type(self.original).__name__
-        imported = import_fx(self.gm, args, name)
+        # The import runs the graph on `args`; the first call's results must draw
+        # the same random numbers eager would, so the import's draws are undone.
+        with _rng_preserved(args):
+            imported = import_fx(self.gm, args, name)
         module = imported.module
         from fusec.passes.fusion_remarks import collect_remarks
 
@@ -554,6 +697,25 @@ def _compile_pipeline(args: Sequence[Any]) -> str:
     devices = [a.device for a in args if isinstance(a, torch.Tensor)]
     device = devices[0] if devices else torch.device("cpu")
     return compile_pipeline("cpu" if device.type == "cpu" else str(device))
+
+
+_NO_DEFAULT = object()
+
+
+def _dense(a: Any) -> bool:
+    """Not a tensor, or a strided, non-nested one (what kernels and keys handle)."""
+    return not isinstance(a, torch.Tensor) or (a.layout == torch.strided and not a.is_nested)
+
+
+@contextlib.contextmanager
+def _rng_preserved(args: Sequence[Any]) -> Iterator[None]:
+    """Restores the CPU generator and those of the CUDA devices in `args` after
+    the block, so work done for compiling draws no random numbers."""
+    devices = sorted(
+        {a.device.index or 0 for a in args if isinstance(a, torch.Tensor) and a.is_cuda}
+    )
+    with torch.random.fork_rng(devices=devices):
+        yield
 
 
 def _arg_kind(spec: Any) -> Any:

@@ -6,26 +6,67 @@ so a verifier failure found after parsing still points at the source line.
 
 from __future__ import annotations
 
+import re
+
 from xdsl.context import Context
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr
 from xdsl.ir import Operation
 from xdsl.parser import Parser
+from xdsl.parser.generic_parser import ParserState
 from xdsl.utils.exceptions import (
     DiagnosticException,
     MultipleSpansParseError,
     ParseError,
     VerifyException,
 )
+from xdsl.utils.lexer import Input
+from xdsl.utils.mlir_lexer import MLIRLexer, MLIRTokenKind
+
+
+class LinearLexer(MLIRLexer):
+    """xDSL's MLIR lexer with a string-literal pattern that cannot backtrack
+    exponentially: xDSL's `(?:[^"\\...]+|\\...)*"` tries every split of an
+    unterminated literal's text (40 characters: hours); one character per
+    repetition matches the same literals in linear time."""
+
+    _unescaped_characters_regex = re.compile(r'"(?:[^"\\\n\v\f]|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*"')
+
+
+def decode_source(source: str | bytes, name: str, line_offset: int = 0) -> str:
+    """`source` as text; a located error at the first byte that is not UTF-8."""
+    if isinstance(source, str):
+        return source
+    try:
+        return source.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = source.count(b"\n", 0, e.start) + 1 + line_offset
+        col = e.start - (source.rfind(b"\n", 0, e.start) + 1) + 1
+        bad = source[e.start : e.start + 1].hex()
+        raise LocatedError(
+            f"{name}:{line}:{col}: error: input is not valid UTF-8 (byte 0x{bad})"
+        ) from None
 
 
 class LocatedParser(Parser):
-    """A parser that gives every op it builds the source location it was read from."""
+    """A parser that gives every op it builds the source location it was read from
+    (and lexes with `LinearLexer`)."""
 
     line_offset: int = 0
 
+    def __init__(self, ctx: Context, source: str | bytes, name: str = "<unknown>") -> None:
+        text = decode_source(source, name)
+        super().__init__(ctx, "", name)
+        self._parser_state = ParserState(LinearLexer(Input(text, name)))
+
     def parse_operation(self) -> Operation:
         span = self._current_token.span
-        op = super().parse_operation()
+        try:
+            op = super().parse_operation()
+        except Exception as e:
+            # The innermost op being parsed is where a constructor's error belongs.
+            if not hasattr(e, "fusec_op_span"):
+                e.fusec_op_span = span  # type: ignore[attr-defined]
+            raise
         if not isinstance(op.location, FileLineColLoc):
             loc = span.get_location()
             op.location = FileLineColLoc(
@@ -75,18 +116,42 @@ def located_verify_error(module: ModuleOp, err: Exception) -> LocatedError:
     return LocatedError(f"{op_location(module)}: error: {err}")
 
 
+def _at(parser: Parser, error: BaseException | None = None) -> str:
+    """`file:line:col` of the op `error` was raised in, else of the parser's token."""
+    span = getattr(error, "fusec_op_span", None) or parser._current_token.span
+    loc = span.get_location()
+    return f"{loc.file}:{loc.line + getattr(parser, 'line_offset', 0)}:{loc.col}"
+
+
 def parse_and_verify(
     ctx: Context, source: str | bytes, name: str, line_offset: int = 0
 ) -> ModuleOp:
     """Parse and verify a module; every failure is a located `DiagnosticException`."""
-    parser = LocatedParser(ctx, source, name)
+    text = decode_source(source, name, line_offset)
+    try:
+        parser = LocatedParser(ctx, text, name)  # lexes the first token
+    except ParseError as e:
+        raise LocatedError(format_parse_error(e, line_offset)) from None
     parser.line_offset = line_offset
+    if parser._current_token.kind == MLIRTokenKind.EOF:
+        return ModuleOp([])  # as mlir-opt: no ops (or only comments) is an empty module
     try:
         module = parser.parse_module()
     except ParseError as e:
         raise LocatedError(format_parse_error(e, line_offset)) from None
+    except RecursionError:
+        raise LocatedError(f"{_at(parser)}: error: input nested too deeply") from None
+    except LocatedError:
+        raise
+    except Exception as e:  # noqa: BLE001 - malformed input is never a traceback
+        # Attribute constructors reject values (an integer past its type's range)
+        # with verifier errors, struct.error, ... while parsing: report them where
+        # the parser is.
+        raise LocatedError(f"{_at(parser, e)}: error: {e}") from None
     try:
         module.verify()
     except (VerifyException, ValueError) as e:
         raise located_verify_error(module, e) from None
+    except RecursionError:
+        raise LocatedError(f"{op_location(module)}: error: input nested too deeply") from None
     return module

@@ -421,10 +421,13 @@ class _Importer:
             return False
         if node.op == "call_function":
             fn_name = getattr(node.target, "__name__", "")
+            # `operator.and_`/`or_`/`xor_` (`a & b`) are out of place; the operator
+            # module's in-place functions are `iand`, `iadd`, ... (`_MUTATING_OPS`).
+            from_operator = getattr(node.target, "__module__", None) in ("_operator", "operator")
             return (
                 node.target in _MUTATING_OPS
                 or node.kwargs.get("inplace") is True
-                or (fn_name.endswith("_") and not fn_name.startswith("_"))
+                or (fn_name.endswith("_") and not fn_name.startswith("_") and not from_operator)
             )
         if node.op == "call_method":
             return str(node.target).endswith("_") and not str(node.target).startswith("_")
@@ -601,7 +604,9 @@ def _clone(v: Any, clones: dict[int, Any]) -> Any:
 
 def _hint(name: str) -> str:
     s = "".join(c if c.isalnum() or c == "_" else "_" for c in str(name))
-    return s if s and not s[0].isdigit() else "v" + s
+    # xDSL drops a trailing `_<digits>` from a name, so `_0` (an nn.Sequential
+    # child's node) would become the invalid empty name.
+    return s if s.strip("_0123456789") and not s[0].isdigit() else "v" + s
 
 
 def _fetch_attr(root: nn.Module, target: str) -> Any:

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
+import threading
 from collections.abc import Sequence
 from typing import IO
 
@@ -23,15 +25,23 @@ from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseE
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 
+class UsageError(Exception):
+    """A bad command line (an unknown pass, a malformed pipeline): reported as
+    `fusec-opt: error: ...`, exit status 1."""
+
+
 def expand_pipeline_flags(argv: Sequence[str]) -> list[str]:
     """Rewrite `--fuse` and `--emit=<stage>` into one `-p` pipeline (and `-t` target):
     fusion first, then the user's `-p` passes, then the stage's lowering."""
     pre = argparse.ArgumentParser(add_help=False)
     pre.add_argument("--fuse", action="store_true")
-    pre.add_argument("--emit", choices=sorted(EMIT_PIPELINES) or None)
+    pre.add_argument("--emit")
     pre.add_argument("-p", "--passes", default="")
     pre.add_argument("-t", "--target")
     known, rest = pre.parse_known_args(list(argv))
+    if known.emit is not None and known.emit not in EMIT_PIPELINES:
+        stages = ", ".join(sorted(EMIT_PIPELINES))
+        raise UsageError(f"--emit: unknown stage '{known.emit}' (choose from {stages})")
     if not known.fuse and known.emit is None:
         return list(argv)
     stages = [FUSE_PIPELINE if known.fuse else "", known.passes]
@@ -47,9 +57,14 @@ def expand_pipeline_flags(argv: Sequence[str]) -> list[str]:
     return out
 
 
-class UsageError(Exception):
-    """A bad command line (an unknown pass, a malformed pipeline): reported as
-    `fusec-opt: error: ...`, exit status 1."""
+_EXTERNAL_TOOLS = {"mlir-opt": "mlir-opt"}
+"""xDSL passes that run an external program, and which."""
+
+RECURSION_LIMIT = 20_000
+STACK_BYTES = 512 << 20
+"""Deeply nested input (hundreds of nested regions, parentheses) recurses in the
+parser, verifier and printer: fusec-opt runs in a thread with this stack and
+recursion limit, and input past it is a located "nested too deeply" error."""
 
 
 class FusecOptMain(xDSLOptMain):
@@ -128,6 +143,10 @@ class FusecOptMain(xDSLOptMain):
         except (ValueError, KeyError, TypeError, ParseError) as e:
             msg = e.msg if isinstance(e, ParseError) else str(e)
             raise UsageError(f"invalid pass pipeline '{self.args.passes}': {msg}") from None
+        for p in self.pipeline.passes:
+            tool = _EXTERNAL_TOOLS.get(p.name)
+            if tool is not None and shutil.which(tool) is None:
+                raise UsageError(f"pass '{p.name}' needs the '{tool}' executable on PATH")
 
     def register_all_frontends(self) -> None:
         super().register_all_frontends()
@@ -146,7 +165,32 @@ class FusecOptMain(xDSLOptMain):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the `fusec-opt` console script."""
+    """Entry point of the `fusec-opt` console script: `run` on a thread with a
+    large stack (see `STACK_BYTES`)."""
+    status: list[int] = [1]
+
+    def target() -> None:
+        status[0] = run(argv)
+
+    old_limit = sys.getrecursionlimit()
+    old_stack = threading.stack_size()
+    try:
+        threading.stack_size(STACK_BYTES)
+        sys.setrecursionlimit(max(old_limit, RECURSION_LIMIT))
+        worker = threading.Thread(target=target, name="fusec-opt")
+        worker.start()
+    except (RuntimeError, ValueError, MemoryError):  # no big stacks here: run as is
+        sys.setrecursionlimit(old_limit)
+        return run(argv)
+    finally:
+        threading.stack_size(old_stack)
+    worker.join()
+    sys.setrecursionlimit(old_limit)
+    return status[0]
+
+
+def run(argv: Sequence[str] | None = None) -> int:
+    """fusec-opt on `argv`; its exit status (0, or 1 with a diagnostic)."""
     try:
         FusecOptMain(argv).run()
     except LocatedError as e:
@@ -164,6 +208,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as e:
         print(f"fusec-opt: error: {e.strerror}: '{e.filename}'", file=sys.stderr)
         return 1
+    except RecursionError:
+        print("fusec-opt: error: input nested too deeply", file=sys.stderr)
+        return 1
+    except SystemExit as e:  # argparse: usage errors are status 1, as in mlir-opt
+        return 1 if e.code == 2 else (e.code if isinstance(e.code, int) else 1)
     except Exception as e:  # noqa: BLE001 - the tool promises no tracebacks
         if os.environ.get("FUSEC_TRACEBACK"):
             raise

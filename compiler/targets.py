@@ -15,8 +15,33 @@ from xdsl.utils.target import Target
 
 
 def _llvm_funcs(module: ModuleOp) -> list[llvm.FuncOp]:
-    """Copies of the module's `llvm.func`s; host-side ops stay out."""
-    return [op.clone() for op in module.ops if isinstance(op, llvm.FuncOp)]
+    """Copies of the `llvm.func`s of the module and of the modules nested in it;
+    host-side ops stay out. A located error for a symbol defined twice, or for an
+    op in a function that LLVM IR cannot express (not lowered to the llvm dialect,
+    e.g. a vector `math.exp`, which `convert-math-to-llvm` leaves alone)."""
+    from fusec.diagnostics import LocatedError, op_location
+
+    funcs: dict[str, llvm.FuncOp] = {}
+    pending = [module]
+    while pending:
+        for op in pending.pop(0).ops:
+            if isinstance(op, ModuleOp):
+                pending.append(op)
+            elif isinstance(op, llvm.FuncOp):
+                name = op.sym_name.data
+                if name in funcs:
+                    raise LocatedError(
+                        f"{op_location(op)}: error: '@{name}' is defined in two modules"
+                    )
+                for inner in op.walk():
+                    if inner is not op and inner.dialect_name() != "llvm":
+                        raise LocatedError(
+                            f"{op_location(inner)}: error: '{inner.name}' op cannot be "
+                            "translated to LLVM IR (only llvm dialect ops can; "
+                            "convert-math-to-llvm lowers scalar f32/f64 math ops)"
+                        )
+                funcs[name] = op
+    return [f.clone() for f in funcs.values()]
 
 
 @dataclass(frozen=True)

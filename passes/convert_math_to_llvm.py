@@ -200,6 +200,12 @@ class ConvertMathToLLVMPass(ModulePass):
     target: str = "cpu"
     """"cpu" or "nvptx"."""
 
+    def __post_init__(self) -> None:
+        if self.target not in ("cpu", "nvptx"):
+            raise ValueError(
+                f"convert-math-to-llvm: unknown target '{self.target}' (expected cpu or nvptx)"
+            )
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.target == "cpu":
             transcendental: RewritePattern = ExpandMathToPolynomial()

@@ -38,6 +38,7 @@ from fusec.passes.fusion_utils import (
     FusionState,
     absorb_op,
     arg_count_after,
+    check_arg_limit,
     consumer_inputs,
     in_group,
     is_consumer,
@@ -242,6 +243,9 @@ class FusePass(ModulePass):
 
     singleton_groups: bool = field(default=False)
     """Give pointwise ops that fuse with nothing a group of their own."""
+
+    def __post_init__(self) -> None:
+        check_arg_limit(self.name, self.arg_limit)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         state = FusionState(arg_limit=self.arg_limit)

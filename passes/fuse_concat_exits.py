@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from fusec.dialects.aten import CatOp
 from fusec.dialects.fusion import GroupOp, YieldOp
 from fusec.dialects.inference import normalize_dim
-from fusec.passes.fusion_utils import DEFAULT_ARG_LIMIT, in_group
+from fusec.passes.fusion_utils import DEFAULT_ARG_LIMIT, check_arg_limit, in_group
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Operation, OpResult, Region, SSAValue
@@ -159,6 +159,9 @@ class FuseConcatExitsPass(ModulePass):
 
     arg_limit: int = field(default=DEFAULT_ARG_LIMIT)
     """Most inputs + outputs the group's kernel may take once the cat has joined."""
+
+    def __post_init__(self) -> None:
+        check_arg_limit(self.name, self.arg_limit)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         PatternRewriteWalker(MoveCatIntoGroup(self.arg_limit)).rewrite_module(op)

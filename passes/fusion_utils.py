@@ -41,6 +41,13 @@ DEFAULT_ARG_LIMIT = 128
 """Kernel arguments (inputs + outputs) a group may take, as the seeds' NVRTC limit."""
 
 
+def check_arg_limit(pass_name: str, arg_limit: int) -> None:
+    """`ValueError` (a bad pass option) unless a group can take one input and
+    one output."""
+    if arg_limit < 2:
+        raise ValueError(f"{pass_name}: arg-limit must be at least 2, got {arg_limit}")
+
+
 def in_group(op: Operation) -> bool:
     """Ops already inside a `fusion.group` body are the group's business."""
     return isinstance(op.parent_op(), GroupOp)

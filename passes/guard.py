@@ -34,6 +34,7 @@ idempotent.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from fusec.dialects.aten import Pointwise
@@ -114,6 +115,14 @@ class GuardPass(ModulePass):
     """The device the kernels are compiled for: `cpu`, `cuda` or e.g. `cuda:1`."""
     layout: str = "any"
     """What the guard requires of input strides: `any` or `contiguous`."""
+
+    def __post_init__(self) -> None:
+        if re.fullmatch(r"cpu|cuda(:\d+)?", self.device) is None:
+            raise ValueError(f"guard: device must be cpu, cuda or cuda:N, got {self.device!r}")
+        if self.layout not in LAYOUTS:
+            raise ValueError(
+                f"guard: layout must be one of {', '.join(LAYOUTS)}, got {self.layout!r}"
+            )
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.layout not in LAYOUTS:

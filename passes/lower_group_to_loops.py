@@ -557,7 +557,11 @@ def build_loop_kernel(
         mem_types.append(MemRefType(_storage_type(spec.dtype, body), [DYN]))
     out_specs: list[OutputSpec] = []
     for t in outs:
-        assert isinstance(t, TensorType)
+        if not isinstance(t, TensorType):
+            raise DiagnosticException(
+                f"lower-group-to-loops: a kernel result of type {t} is not a tensor "
+                "(groups yield tensors; a scalar-only group has no index space)"
+            )
         et = t.get_element_type()
         _check_dtype(et)
         mem_types.append(MemRefType(et, [DYN]))
@@ -741,9 +745,14 @@ class LowerKernelFunc(RewritePattern):
     def match_and_rewrite(self, op: func.FuncOp, rewriter: PatternRewriter, /):
         if "fusion.kernel" not in op.attributes or not op.function_type.outputs.data:
             return
-        fn, _ = build_loop_kernel(
-            op.sym_name.data, op.body.block, op.function_type.outputs.data, self.target
-        )
+        try:
+            fn, _ = build_loop_kernel(
+                op.sym_name.data, op.body.block, op.function_type.outputs.data, self.target
+            )
+        except DiagnosticException as e:
+            from fusec.diagnostics import LocatedError, op_location
+
+            raise LocatedError(f"{op_location(op)}: error: {e}") from None
         rewriter.replace(op, fn)
 
 
@@ -754,6 +763,14 @@ class LowerGroupToLoopsPass(ModulePass):
 
     name = "lower-group-to-loops"
     target: str = "cpu"
+    """"cpu" (a loop nest over [begin, end) of the outer dim) or "nvptx" (one
+    grid-stride loop)."""
+
+    def __post_init__(self) -> None:
+        if self.target not in ("cpu", "nvptx"):
+            raise ValueError(
+                f"lower-group-to-loops: unknown target {self.target!r} (expected cpu or nvptx)"
+            )
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         PatternRewriteWalker(LowerKernelFunc(self.target), apply_recursively=False).rewrite_module(

@@ -66,6 +66,7 @@ class OutlineGroup(RewritePattern):
             visibility="private",
         )
         kernel.attributes["fusion.kernel"] = UnitAttr()
+        kernel.location = op.location  # diagnostics about the kernel point at the group
         anchor = parent if parent is not None else op
         rewriter.insert(kernel, InsertPoint.after(anchor))
         rewriter.replace(op, LaunchOp(name, list(op.inputs), [r.type for r in op.outputs]))

@@ -8,27 +8,32 @@ is looked up by its canonical form, so alpha-equivalent groups (an unrolled LSTM
 
 The canonical text already holds what a kernel is specialized on (dtypes, ranks,
 which dims are 1). Entries live in memory and on disk (`$FUSEC_CACHE_DIR`, default
-`platformdirs.user_cache_dir("fusec")`), one file per key:
+`platformdirs.user_cache_dir("fusec")`), one file per key, as data only
+(`fusec.runtime.entries`): a JSON header with the full key, the fingerprint, the
+kernel's name, target and signature, then the code (optimized LLVM IR for the
+host, or PTX). On load the header must name the requested key and fingerprint
+and fit the group (`check_artifact`); anything else is a corrupt entry, rebuilt.
+A GPU artifact ("sm_XX", PTX) loads as a `fusec.runtime.cuda.CudaKernel`: its
+cubin is assembled once and a module is loaded per device on first use, so
+devices of one arch share the entry.
 
-    b"FUSEC-K1" | sha256(payload) (32 bytes) | len(payload) (8 bytes, little endian) | payload
-
-where the payload is the pickled `KernelArtifact`. A file whose header, length or
-checksum is wrong is rebuilt. A GPU artifact ("sm_XX", PTX) loads as a
-`fusec.runtime.cuda.CudaKernel`: its cubin is assembled once and a module is loaded
-per device on first use, so devices of one arch share the entry.
-
-Writes go to a temporary file renamed into place; a `filelock` per key makes
-concurrent processes build a kernel once, and a lock per key does the same for
-threads.
+The directory is created 0700; one owned by another user or writable by others
+is not used (memory-only cache, one warning), nor is one that cannot be created:
+either way fusion stays on. Writes go to a temporary file renamed into place; a
+`filelock` per key makes concurrent processes build a kernel once, and a lock per
+key does the same for threads. A lock held longer than `lock_timeout` seconds
+(`$FUSEC_CACHE_LOCK_TIMEOUT`, default 5) is logged and the kernel is compiled
+without the disk cache; `.tmp` files of killed writers are removed.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import hashlib
 import logging
 import os
-import pickle
-import tempfile
+import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -36,15 +41,38 @@ from pathlib import Path
 from typing import Any
 
 from fusec.dialects.fusion import GroupOp
+from fusec.runtime.entries import (
+    CorruptEntry,
+    decode_entry,
+    encode_entry,
+    private_directory,
+    read_entry,
+    remove_stale_tmp,
+    write_atomic,
+    write_entry,
+)
+
+__all__ = [
+    "CorruptEntry",
+    "KernelCache",
+    "cache_stats",
+    "decode_entry",
+    "default_cache",
+    "encode_entry",
+    "read_entry",
+    "reset",
+    "source_fingerprint",
+    "write_atomic",
+    "write_entry",
+]
 
 log = logging.getLogger("fusec")
 
-MAGIC = b"FUSEC-K1"
-FORMAT_VERSION = "1"
-_HEADER = len(MAGIC) + 32 + 8
+FORMAT_VERSION = "2"
+DEFAULT_LOCK_TIMEOUT = 5.0
 
 Builder = Callable[[GroupOp, str], Any]
-"""(group, target) -> a picklable artifact."""
+"""(group, target) -> a `KernelArtifact` (others are kept in memory only)."""
 Loader = Callable[[Any], Any]
 """artifact -> a kernel: `kernel(inputs) -> outputs`."""
 
@@ -75,19 +103,89 @@ def _default_loader(artifact: Any) -> Any:
     return load_kernel(artifact)
 
 
-def _source_fingerprint() -> str:
-    """Changes whenever the code generator or the CPU runtime changes, so stale
-    disk entries are never loaded."""
-    h = hashlib.sha256(FORMAT_VERSION.encode())
+_FINGERPRINT_PACKAGES = ("fusec.dialects", "fusec.passes")
+_FINGERPRINT_MODULES = (
+    "fusec.canonical",
+    "fusec.codegen",
+    "fusec.cuda_toolchain",
+    "fusec.llvm_jit",
+    "fusec.ptx",
+    "fusec.torch_ops",
+    "fusec.runtime.cache",
+    "fusec.runtime.entries",
+    "fusec.runtime.operands",
+    "fusec.runtime.cpu",
+    "fusec.runtime.cuda",
+)
+"""What shapes a kernel's code or how it is called: every dialect and pass, the
+lowering/translation/JIT modules, and the runtime that passes the arguments."""
+
+
+def fingerprint_sources() -> list[Path]:
+    """The source files `source_fingerprint` hashes."""
     import importlib.util
 
-    for name in ("fusec.codegen", "fusec.runtime.cpu", "fusec.canonical"):
+    files: list[Path] = []
+    for name in _FINGERPRINT_PACKAGES:
         spec = importlib.util.find_spec(name)
-        if spec is None or spec.origin is None:
-            h.update(f"{name}:missing".encode())
-            continue
-        h.update(Path(spec.origin).read_bytes())
-    return h.hexdigest()[:16]
+        for d in (spec.submodule_search_locations or []) if spec else []:
+            files += sorted(Path(d).glob("*.py"))
+    for name in _FINGERPRINT_MODULES:
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.origin is not None:
+            files.append(Path(spec.origin))
+    return files
+
+
+def _version(dist: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(dist)
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def fingerprint_versions() -> list[str]:
+    """The versions a fingerprint covers besides the sources: fusec, xdsl,
+    llvmlite, LLVM, and the host CPU kernels are tuned for."""
+    import fusec
+    import llvmlite.binding as llvm
+
+    return [
+        f"format {FORMAT_VERSION}",
+        f"fusec {fusec.__version__}",
+        f"xdsl {_version('xdsl')}",
+        f"llvmlite {_version('llvmlite')}",
+        f"llvm {llvm.llvm_version_info}",
+        f"host {llvm.get_host_cpu_name()} {llvm.get_host_cpu_features().flatten()}",
+    ]
+
+
+def fingerprint_of(files: list[Path], versions: list[str]) -> str:
+    """A digest of `versions` and of each file's name and contents."""
+    h = hashlib.sha256()
+    for part in versions:
+        h.update(part.encode() + b"\0")
+    for f in files:
+        h.update(f.name.encode() + b"\0")
+        try:
+            h.update(f.read_bytes())
+        except OSError:
+            h.update(b"unreadable")
+        h.update(b"\0")
+    return h.hexdigest()[:32]
+
+
+@functools.cache
+def source_fingerprint() -> str:
+    """Changes whenever anything that shapes generated code changes (the sources
+    of `fingerprint_sources()` and `fingerprint_versions()`), so stale disk
+    entries are never loaded after an upgrade or an edit."""
+    return fingerprint_of(fingerprint_sources(), fingerprint_versions())
+
+
+_source_fingerprint = source_fingerprint
 
 
 def codegen_available() -> bool:
@@ -98,43 +196,115 @@ def codegen_available() -> bool:
     )
 
 
-def encode_entry(artifact: Any) -> bytes:
-    payload = pickle.dumps(artifact, protocol=pickle.HIGHEST_PROTOCOL)
-    return MAGIC + hashlib.sha256(payload).digest() + len(payload).to_bytes(8, "little") + payload
+# ---------------------------------------------------------------------- artifacts as data
 
 
-def decode_entry(data: bytes) -> Any:
-    """The artifact in `data`; `ValueError` if the entry is corrupt or truncated."""
-    if len(data) < _HEADER or not data.startswith(MAGIC):
-        raise ValueError("bad header")
-    digest = data[len(MAGIC) : len(MAGIC) + 32]
-    size = int.from_bytes(data[len(MAGIC) + 32 : _HEADER], "little")
-    payload = data[_HEADER:]
-    if len(payload) != size:
-        raise ValueError(f"truncated: {len(payload)} of {size} bytes")
-    if hashlib.sha256(payload).digest() != digest:
-        raise ValueError("checksum mismatch")
-    try:
-        return pickle.loads(payload)
-    except Exception as e:  # noqa: BLE001 - any unpickling failure is a corrupt entry
-        raise ValueError(f"cannot unpickle: {e}") from e
+def _signature_types() -> dict[str, type]:
+    """The dataclasses a `KernelSignature` is made of (all of those defined next to
+    it), by name: the only types an entry's header can name."""
+    import fusec.passes.lower_group_to_loops as lowering
+
+    return {
+        name: obj
+        for name, obj in vars(lowering).items()
+        if isinstance(obj, type)
+        and dataclasses.is_dataclass(obj)
+        and obj.__module__ == lowering.__name__
+    }
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
+def to_json(value: Any) -> Any:
+    """A signature as JSON data: dataclasses as {"$": name, field: ...}, tuples as lists."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        out = {"$": type(value).__name__}
+        for f in dataclasses.fields(value):
+            out[f.name] = to_json(getattr(value, f.name))
+        return out
+    if isinstance(value, tuple | list):
+        return [to_json(v) for v in value]
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    raise TypeError(f"cannot store a {type(value).__name__} in a cache entry")
+
+
+def from_json(value: Any, types: dict[str, type] | None = None) -> Any:
+    """`to_json`'s inverse; `CorruptEntry` for a type that is not a signature part."""
+    types = _signature_types() if types is None else types
+    if isinstance(value, dict):
+        cls = types.get(value.get("$"))  # type: ignore[arg-type]
+        if cls is None:
+            raise CorruptEntry(f"unknown type {value.get('$')!r} in entry header")
+        fields = {k: from_json(v, types) for k, v in value.items() if k != "$"}
         try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+            return cls(**fields)
+        except TypeError as e:
+            raise CorruptEntry(f"bad {cls.__name__} in entry header: {e}") from None
+    if isinstance(value, list):
+        return tuple(from_json(v, types) for v in value)
+    return value
+
+
+def artifact_header(key: str, fingerprint: str, artifact: Any) -> dict[str, Any]:
+    """The header of a kernel entry: what it is for and how to call it."""
+    return {
+        "kind": "kernel",
+        "key": key,
+        "fingerprint": fingerprint,
+        "name": artifact.name,
+        "target": artifact.target,
+        "signature": to_json(artifact.signature),
+    }
+
+
+def artifact_from_entry(header: dict[str, Any], payload: bytes) -> Any:
+    """The `KernelArtifact` of a validated entry (its code is the payload)."""
+    from fusec.codegen import KernelArtifact, KernelSignature
+
+    sig = from_json(header.get("signature"))
+    name, target = header.get("name"), header.get("target")
+    if not isinstance(sig, KernelSignature) or not isinstance(name, str):
+        raise CorruptEntry("entry header has no kernel signature or name")
+    if not isinstance(target, str):
+        raise CorruptEntry("entry header has no target")
+    return KernelArtifact(name, target, payload, sig)
+
+
+def check_artifact(artifact: Any, group: GroupOp, target: str) -> None:
+    """`CorruptEntry` unless a loaded artifact fits `group` on `target`: the
+    kernel it names is defined in its code (else the JIT hands back a null
+    function pointer), and the signature's inputs and results have the group's
+    count and element types. (The name itself is the first builder's: groups of
+    one canonical key share the entry under different SSA names.)"""
+    from fusec.passes.lower_group_to_loops import dtype_name
+
+    want = artifact.name
+    if artifact.target != target:
+        raise CorruptEntry(f"kernel is for {artifact.target}, expected {target}")
+    code = artifact.code
+    defined = (
+        re.search(rb"define [^\n]*@\"?" + re.escape(want.encode()) + rb"\"?\(", code)
+        if target == "cpu"
+        else re.search(rb"\.entry\s+" + re.escape(want.encode()) + rb"\b", code)
+    )
+    if defined is None:
+        raise CorruptEntry(f"kernel {want} is not defined in the entry's code")
+    sig = artifact.signature
+    inputs = tuple(_shape_free(dtype_name(a.type)) for a in group.body.block.args)
+    if tuple(_shape_free(str(t)) for t in sig.inputs) != inputs:
+        raise CorruptEntry(f"signature inputs {sig.inputs} do not match the group's {inputs}")
+    results = len(sig.outputs) - sum(len(ex.parts) for ex in sig.exits) + len(sig.exits)
+    if results != len(group.outputs):
+        raise CorruptEntry(f"signature has {results} results, the group {len(group.outputs)}")
+
+
+def _shape_free(type_text: str) -> tuple[str, int]:
+    """(element type, rank) of `tensor<4x3xf32>` (("f32", 2)) or a scalar type
+    (rank -1): what groups of one canonical key share, sizes aside."""
+    m = re.fullmatch(r"tensor<(.*)>", type_text)
+    if m is None:
+        return type_text, -1
+    parts = m.group(1).split("x")
+    return parts[-1], len(parts) - 1
 
 
 @dataclass
@@ -145,6 +315,16 @@ class CacheStats:
     disk_writes: int = 0
     corrupt_entries: int = 0
     build_failures: int = 0
+    lock_timeouts: int = 0
+    """Builds that gave up waiting for another process's lock (compiled without disk)."""
+    stale_tmp_removed: int = 0
+
+
+def _lock_timeout() -> float:
+    try:
+        return float(os.environ.get("FUSEC_CACHE_LOCK_TIMEOUT", DEFAULT_LOCK_TIMEOUT))
+    except ValueError:
+        return DEFAULT_LOCK_TIMEOUT
 
 
 @dataclass
@@ -157,14 +337,20 @@ class KernelCache:
     loader: Loader = _default_loader
     fingerprint: str | None = None
     stats: CacheStats = field(default_factory=CacheStats)
+    lock_timeout: float = field(default_factory=_lock_timeout)
+    """Seconds to wait for another process building the same kernel; then this
+    process compiles it without the disk cache."""
 
     def __post_init__(self) -> None:
         self._memory: dict[str, Any] = {}
         self._failed: dict[str, str] = {}
         self._lock = threading.Lock()
         self._key_locks: dict[str, threading.Lock] = {}
+        self._disk_checked = False
+        self.disk_disabled: str | None = None
+        """Why the disk cache is off (the directory was refused), or None."""
         if self.fingerprint is None:
-            self.fingerprint = _source_fingerprint()
+            self.fingerprint = source_fingerprint()
 
     # ------------------------------------------------------------------ keys
 
@@ -179,6 +365,30 @@ class KernelCache:
         if self.directory is None:
             return None
         return self.directory / "kernels" / key[:2] / f"{key}.bin"
+
+    def _disk_path(self, key: str) -> Path | None:
+        """`path(key)` when the directory is usable; the first call vets it
+        (`private_directory`) and turns the disk cache off, with one warning, if
+        it is not: kernels still compile, in memory only."""
+        if self.directory is None:
+            return None
+        with self._lock:
+            if not self._disk_checked:
+                self._disk_checked = True
+                why = private_directory(self.directory) or private_directory(
+                    self.directory / "kernels"
+                )
+                if why is not None:
+                    self.disk_disabled = why
+                    log.warning(
+                        "fusec: not using the kernel cache directory %s: %s; "
+                        "kernels are cached in memory only",
+                        self.directory,
+                        why,
+                    )
+            if self.disk_disabled is not None:
+                return None
+        return self.path(key)
 
     # ------------------------------------------------------------------ lookup
 
@@ -222,33 +432,67 @@ class KernelCache:
         return self._failed.get(self.key(group, target))
 
     def _load_or_build(self, key: str, group: GroupOp, target: str) -> Any:
-        path = self.path(key)
+        path = self._disk_path(key)
         if path is None:
             return self._build(key, group, target, None)
-        kernel = self._read(path)
+        kernel = self._read(path, key, group, target)
         if kernel is not None:
             return kernel
         import filelock
 
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with filelock.FileLock(str(path) + ".lock", timeout=600):
+        lock = filelock.FileLock(str(path) + ".lock", timeout=self.lock_timeout)
+        try:
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            lock.acquire()
+        except filelock.Timeout:
+            log.warning(
+                "fusec: another process has held the cache lock %s.lock for over %.1fs "
+                "($FUSEC_CACHE_LOCK_TIMEOUT); compiling without the disk cache",
+                path,
+                self.lock_timeout,
+            )
+            with self._lock:
+                self.stats.lock_timeouts += 1
+            return self._build(key, group, target, None)
+        except OSError as e:
+            log.warning("fusec: cannot lock cache entry %s (%s); compiling without it", path, e)
+            return self._build(key, group, target, None)
+        try:
+            # Under the lock no live writer of this key can exist in this process
+            # tree; what is left of killed ones goes.
+            removed = remove_stale_tmp(path.parent, prefix=path.name + ".")
+            if removed:
+                log.info(
+                    "fusec: removed %d stale temporary cache file(s) in %s", removed, path.parent
+                )
+                with self._lock:
+                    self.stats.stale_tmp_removed += removed
             # Another process may have built it while we waited; a corrupt entry
             # seen twice is counted once.
-            kernel = self._read(path, count_corrupt=False)
+            kernel = self._read(path, key, group, target, count_corrupt=False)
             if kernel is not None:
                 return kernel
             return self._build(key, group, target, path)
+        finally:
+            lock.release()
 
-    def _read(self, path: Path, count_corrupt: bool = True) -> Any | None:
+    def _read(
+        self, path: Path, key: str, group: GroupOp, target: str, count_corrupt: bool = True
+    ) -> Any | None:
+        """The kernel of the entry at `path`, or None (missing, or corrupt: any
+        damage, another key or fingerprint, a kernel that does not fit `group`)."""
         try:
-            data = path.read_bytes()
-        except FileNotFoundError:
-            return None
+            entry = read_entry(
+                path, expect={"kind": "kernel", "key": key, "fingerprint": self.fingerprint}
+            )
+            if entry is None:
+                return None
+            artifact = artifact_from_entry(*entry)
+            check_artifact(artifact, group, target)
+            kernel = self.loader(artifact)
         except OSError as e:
             log.warning("fusec: cannot read cache entry %s (%s); rebuilding", path, e)
             return None
-        try:
-            kernel = self.loader(decode_entry(data))
         except Exception as e:  # noqa: BLE001 - a bad entry is rebuilt, never fatal
             if count_corrupt:
                 log.warning("fusec: corrupt cache entry %s (%s); rebuilding", path, e)
@@ -260,16 +504,19 @@ class KernelCache:
         return kernel
 
     def _build(self, key: str, group: GroupOp, target: str, path: Path | None) -> Any:
+        from fusec.codegen import KernelArtifact
+
         artifact = self.builder(group, target)
         kernel = self.loader(artifact)
         with self._lock:
             self.stats.kernels_compiled += 1
-        if path is not None:
+        if path is not None and isinstance(artifact, KernelArtifact):
+            assert self.fingerprint is not None
             try:
-                write_atomic(path, encode_entry(artifact))
+                write_entry(path, artifact_header(key, self.fingerprint, artifact), artifact.code)
                 with self._lock:
                     self.stats.disk_writes += 1
-            except OSError as e:
+            except (OSError, TypeError) as e:
                 log.warning("fusec: cannot write cache entry %s (%s)", path, e)
         return kernel
 

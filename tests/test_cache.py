@@ -152,11 +152,14 @@ def test_corrupt_entry_is_detected_and_rebuilt(cache_dir, damage):
 
 
 def test_entry_format_checks():
-    blob = encode_entry({"code": b"x" * 100})
-    assert decode_entry(blob) == {"code": b"x" * 100}
+    blob = encode_entry({"key": "k"}, b"x" * 100)
+    header, payload = decode_entry(blob, expect={"key": "k"})
+    assert (header["key"], payload) == ("k", b"x" * 100)
     for bad in (blob[:-1], b"XXXXXXXX" + blob[8:], blob[:40] + b"y" + blob[41:], b""):
         with pytest.raises(ValueError):
             decode_entry(bad)
+    with pytest.raises(ValueError, match="key"):
+        decode_entry(blob, expect={"key": "another"})
 
 
 def test_threads_build_a_kernel_once(cache_dir):

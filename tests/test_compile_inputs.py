@@ -1,0 +1,201 @@
+"""Python inputs to `fusec.compile` are handled as eager handles them (issue 15,
+points 7-10): defaults and None arguments, nn.Sequential, `a & b`, extra and
+keyword arguments, sparse and nested tensors, shape errors, random numbers."""
+
+from __future__ import annotations
+
+import warnings
+
+import fusec
+import pytest
+import torch
+from torch import nn
+
+
+def optional_bias(x, y=None):
+    if y is not None:
+        return torch.sigmoid(x + y)
+    return torch.sigmoid(x * 2)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda f, x: f(x),
+        lambda f, x: f(x, None),
+        lambda f, x: f(x, y=None),
+        lambda f, x: f(x, x),
+        lambda f, x: f(x, y=x),
+        lambda f, x: f(y=x, x=x),
+    ],
+)
+def test_a_branch_on_an_optional_argument_follows_the_call(call):
+    f = fusec.compile(optional_bias)
+    x = torch.randn(4, 3)
+    torch.testing.assert_close(call(f, x), call(optional_bias, x))
+    assert f.launches_per_call == 1
+
+
+def test_each_default_pattern_keeps_its_own_graph():
+    f = fusec.compile(optional_bias)
+    x, y = torch.randn(4, 3), torch.randn(4, 3)
+    for _ in range(2):
+        torch.testing.assert_close(f(x, y), optional_bias(x, y))
+        torch.testing.assert_close(f(x), optional_bias(x))
+
+
+def test_the_fallback_runs_the_original_function():
+    calls = []
+
+    def counted(x, y=None):
+        calls.append(y is None)
+        return optional_bias(x, y)
+
+    f = fusec.compile(counted, max_specializations=0)  # every call falls back
+    x, y = torch.randn(4, 3), torch.randn(4, 3)
+    traced = len(calls)
+    with pytest.warns(UserWarning, match="running eagerly"):
+        torch.testing.assert_close(f(x, y), optional_bias(x, y))
+    assert calls[traced:] == [False]  # the original ran, not the traced graph
+    torch.testing.assert_close(f(x), optional_bias(x))
+    assert calls[-1] is True  # (after the trace of the y=None variant)
+
+
+def test_nn_sequential_with_fusable_ops():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.ReLU(), nn.Sigmoid(), nn.Tanh()).eval()
+    x = torch.randn(8, 16)
+    f = fusec.compile(model)
+    torch.testing.assert_close(f(x), model(x))
+    assert f.launches_per_call == 1
+    linear = nn.Sequential(nn.Linear(16, 16), nn.GELU(), nn.Linear(16, 4), nn.Sigmoid()).eval()
+    g = fusec.compile(linear)
+    with torch.no_grad():
+        torch.testing.assert_close(g(x), linear(x))
+    assert g.launches_per_call >= 1
+
+
+@pytest.mark.parametrize("op", ["and", "or", "xor"])
+def test_bitwise_operators_are_not_in_place(op):
+    def masked(a, b):
+        pos = a > 0
+        both = {"and": pos & (b > 0), "or": pos | (b > 0), "xor": pos ^ (b > 0)}[op]
+        return torch.where(both, torch.sigmoid(a), b) + pos.float()
+
+    a, b = torch.randn(6, 5), torch.randn(6, 5)
+    f = fusec.compile(masked)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "mutates in place" warning
+        got = f(a, b)
+    torch.testing.assert_close(got, masked(a, b))
+    assert f.launches_per_call == 1
+
+
+def add2(a, b):
+    return torch.sigmoid(a) * 2 + b
+
+
+def test_extra_positional_arguments_raise_like_eager():
+    f = fusec.compile(add2)
+    x = torch.randn(3)
+    with pytest.raises(TypeError, match="positional"):
+        add2(x, x, x)
+    with pytest.raises(TypeError, match="positional"):
+        f(x, x, x)
+    with pytest.raises(TypeError):
+        f(x)  # missing one, as eager
+
+
+def test_keyword_arguments_are_accepted_like_eager():
+    f = fusec.compile(add2)
+    x, y = torch.randn(3), torch.randn(3)
+    torch.testing.assert_close(f(x, b=y), add2(x, b=y))
+    assert f.launches_per_call == 1
+    torch.testing.assert_close(f(b=y, a=x), add2(b=y, a=x))
+    with pytest.raises(TypeError):
+        f(x, c=y)
+    with pytest.raises(TypeError):
+        f(x, y, a=x)
+
+
+def add_scaled(a, b):
+    return a * 2 + b
+
+
+@pytest.mark.parametrize("kind", ["sparse_coo", "sparse_csr", "nested"])
+def test_sparse_and_nested_tensors_run_eagerly(kind):
+    x = torch.randn(4, 3)
+    if kind == "nested":
+        a = torch.nested.nested_tensor([torch.randn(2), torch.randn(3)])
+    elif kind == "sparse_coo":
+        a = x.to_sparse()
+    else:
+        a = x.to_sparse_csr()
+    f = fusec.compile(add_scaled)
+    got, want = f(a, a), add_scaled(a, a)
+    assert f.launches_per_call == 0
+    if kind == "nested":
+        for g, w in zip(got.unbind(), want.unbind(), strict=True):
+            torch.testing.assert_close(g, w)
+    else:
+        torch.testing.assert_close(got.to_dense(), want.to_dense())
+    dense = torch.randn(4, 3)
+    torch.testing.assert_close(f(dense, dense), add_scaled(dense, dense))
+    assert f.launches_per_call == 1
+
+
+@pytest.mark.parametrize("first", [True, False])
+def test_a_shape_mismatch_raises_pytorchs_error(first):
+    f = fusec.compile(add2)
+    if not first:
+        f(torch.randn(4, 3), torch.randn(4, 3))
+    with pytest.raises(RuntimeError, match="must match the size"):
+        add2(torch.randn(4, 3), torch.randn(5, 3))
+    with pytest.raises(RuntimeError, match="must match the size"):
+        f(torch.randn(4, 3), torch.randn(5, 3))
+    torch.testing.assert_close(
+        f(torch.ones(2, 2), torch.ones(2, 2)), add2(torch.ones(2, 2), torch.ones(2, 2))
+    )
+
+
+def noisy(x):
+    return torch.sigmoid(x + torch.rand_like(x)) * torch.randn_like(x).tanh()
+
+
+@pytest.mark.parametrize("fn", [noisy, nn.Sequential(nn.Dropout(0.5), nn.Sigmoid()).train()])
+def test_the_first_call_draws_random_numbers_once(fn):
+    x = torch.randn(8, 4)
+    f = fusec.compile(fn)
+    for _ in range(2):  # the compiling call and a cached one
+        torch.manual_seed(123)
+        got, after = f(x), torch.rand(3)
+        torch.manual_seed(123)
+        want, after_eager = fn(x), torch.rand(3)
+        torch.testing.assert_close(got, want)
+        torch.testing.assert_close(after, after_eager)
+
+
+def test_a_compiler_failure_runs_the_original_once(monkeypatch):
+    import fusec.compiled as compiled
+
+    attempts = []
+
+    def broken_pipeline(module, pipeline=None):
+        attempts.append(1)
+        raise RuntimeError("a fusec bug")
+
+    monkeypatch.setattr(compiled, "run_pipeline", broken_pipeline)
+
+    def bump(x):
+        x.add_(1)
+        return torch.sigmoid(x) * 2
+
+    x = torch.zeros(3)
+    f = fusec.compile(bump)
+    with pytest.warns(UserWarning, match="fusec failed to compile"):
+        got = f(x)
+    torch.testing.assert_close(x, torch.ones(3))  # written once, by the original
+    torch.testing.assert_close(got, torch.sigmoid(torch.ones(3)) * 2)
+    f(x)
+    assert len(attempts) == 1 and f.launches_per_call == 0
+    torch.testing.assert_close(x, torch.full((3,), 2.0))
