@@ -444,6 +444,8 @@ class CompiledFunction:
                 return spec
             except (UnsupportedGraph, UnsupportedProgram) as e:
                 reason = str(e)
+            except FusionError:
+                raise  # strict mode: the user asked for this error
             except Exception as e:  # noqa: BLE001 - e.g. a verifier rejecting the inputs
                 # This call runs eagerly, so eager reports its own error (PyTorch's
                 # RuntimeError for a shape mismatch); kept only if eager runs.

@@ -282,7 +282,7 @@ def graph_report(fn: CompiledFunction, spec: Specialization | None = None) -> Gr
     name = getattr(fn.original, "__name__", None) or type(fn.original).__name__
     specs = [s.describe() for s in {id(s): s for s in fn.specializations.values()}.values()]
     if spec is None:
-        return GraphReport(name, specs, eager_reason="never called")
+        return GraphReport(name, specs, eager_reason=fn.untraceable or "never called")
     imported = spec.imported
     if spec.program is None or imported is None:
         return GraphReport(name, specs, eager_reason=spec.reason or "no program")
