@@ -29,7 +29,7 @@ index (64-bit), the thread id read from NVVM special registers.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from fusec.dialects import aten
@@ -580,55 +580,65 @@ def build_loop_kernel(
     e = _Emitter()
     c0 = e.const(0, INDEX)
     c1 = e.const(1, INDEX)
+    # An operand dim that is statically 1 reads its one element at every index of
+    # that dim: a constant 0 stride lets LLVM hoist the load and keep the loop
+    # vectorized, where a runtime stride of 0 defeats its stride-1 versioning.
+    for v, k in plan.operand_of.items():
+        shape = v.type.get_shape()  # type: ignore[attr-defined]
+        lead = lrank - len(shape)
+        strides = mems[k][1]
+        for d in range(lrank):
+            if d < lead or shape[d - lead] == 1:
+                strides[d] = c0
+
+    def emit_body(b: _Emitter, offsets: Sequence[SSAValue]) -> None:
+        """The group's body at one index: loads, pointwise ops, stores."""
+        vals: dict[SSAValue, SSAValue] = {}
+        for v, k in plan.operand_of.items():
+            ref = mems[k][0]
+            loaded = b.add(memref.LoadOp.get(ref, [offsets[k]]))
+            et = v.type.get_element_type()  # type: ignore[attr-defined]
+            vals[v] = b.add(arith.ExtFOp(loaded, F32)) if et in (F16, BF16) else loaded
+        for v, k in plan.scalar_of.items():
+            vals[v] = scalar_args[k]
+        for op in body.ops:
+            if isinstance(op, _VIEW_OPS):
+                continue
+            if op is body.last_op:
+                break
+            if op in exit_cats:  # written part by part below
+                continue
+            if isinstance(op, aten.CatOp):
+                raise DiagnosticException(_CAT_NOT_EXIT)
+            if isinstance(op, arith.ConstantOp) and not isinstance(op.result.type, TensorType):
+                # A Python-scalar literal the fuser cloned into the group: same value and
+                # type as a scalar kernel argument would have.
+                vals[op.result] = b.add(arith.ConstantOp(op.value, op.result.type))
+                continue
+            if not op.has_trait(aten.Pointwise):
+                raise DiagnosticException(f"lower-group-to-loops: {op.name} is not pointwise")
+            et = op.results[0].type.get_element_type()  # type: ignore[attr-defined]
+            _check_dtype(et)
+            vals[op.results[0]] = emit_pointwise(b, op, [vals[o] for o in op.operands])
+        for k, (v, t) in enumerate(zip(out_values, outs, strict=True)):
+            et = t.get_element_type()  # type: ignore[attr-defined]
+            val = b.cast(vals[v], compute_type(et))
+            if et in (F16, BF16):
+                val = b.add(arith.TruncFOp(val, et))
+            j = len(plan.operands) + k
+            b.add(memref.StoreOp.get(val, mems[j][0], [offsets[j]]))
+
     if gpu:
         ivs, levels = _gpu_loop(e, a[0], sizes)
         offsets = [_linear_offset(levels[-1][1], ivs, strides) for _, strides in mems]
+        b = _Emitter(levels[-1][1])
+        emit_body(b, offsets)
+        b.add(scf.YieldOp())
+        for loop, ops in levels:
+            loop.body.block.add_ops(ops)
+        e.ops.append(levels[0][0])
     else:
-        ivs, levels, offsets = _cpu_loops(e, a[0], a[1], sizes, mems, c0, c1)
-
-    # The body at one index.
-    b = _Emitter(levels[-1][1])
-    vals: dict[SSAValue, SSAValue] = {}
-    for v, k in plan.operand_of.items():
-        ref = mems[k][0]
-        loaded = b.add(memref.LoadOp.get(ref, [offsets[k]]))
-        et = v.type.get_element_type()  # type: ignore[attr-defined]
-        vals[v] = b.add(arith.ExtFOp(loaded, F32)) if et in (F16, BF16) else loaded
-    for v, k in plan.scalar_of.items():
-        vals[v] = scalar_args[k]
-    for op in body.ops:
-        if isinstance(op, _VIEW_OPS):
-            continue
-        if op is body.last_op:
-            break
-        if op in exit_cats:  # written part by part below
-            continue
-        if isinstance(op, aten.CatOp):
-            raise DiagnosticException(_CAT_NOT_EXIT)
-        if isinstance(op, arith.ConstantOp) and not isinstance(op.result.type, TensorType):
-            # A Python-scalar literal the fuser cloned into the group: same value and
-            # type as a scalar kernel argument would have.
-            vals[op.result] = b.add(arith.ConstantOp(op.value, op.result.type))
-            continue
-        if not op.has_trait(aten.Pointwise):
-            raise DiagnosticException(f"lower-group-to-loops: {op.name} is not pointwise")
-        et = op.results[0].type.get_element_type()  # type: ignore[attr-defined]
-        _check_dtype(et)
-        vals[op.results[0]] = emit_pointwise(b, op, [vals[o] for o in op.operands])
-    term = body.last_op
-    assert term is not None
-    for k, (v, t) in enumerate(zip(out_values, outs, strict=True)):
-        et = t.get_element_type()  # type: ignore[attr-defined]
-        val = b.cast(vals[v], compute_type(et))
-        if et in (F16, BF16):
-            val = b.add(arith.TruncFOp(val, et))
-        j = len(plan.operands) + k
-        b.add(memref.StoreOp.get(val, mems[j][0], [offsets[j]]))
-    b.add(scf.YieldOp())
-    for loop, ops in levels:
-        loop.body.block.add_ops(ops)
-
-    e.ops.append(levels[0][0])
+        e.ops.extend(_cpu_loops(a[0], a[1], sizes, mems, c0, c1, emit_body))
     e.add(func.ReturnOp())
     entry.add_ops(e.ops)
     fn = func.FuncOp(name, (arg_types, []), Region(entry))
@@ -656,33 +666,84 @@ Levels = list[tuple[scf.ForOp, list[Operation]]]
 
 
 def _cpu_loops(
-    e: _Emitter,
     begin: SSAValue,
     end: SSAValue,
     sizes: Sequence[SSAValue],
     mems: Sequence[tuple[SSAValue, Sequence[SSAValue]]],
     c0: SSAValue,
     c1: SSAValue,
-) -> tuple[list[SSAValue], Levels, list[SSAValue]]:
+    emit_body: Callable[[_Emitter, Sequence[SSAValue]], None],
+) -> list[Operation]:
     """A nest over [begin, end) x sizes[1:]; each tensor's offset is accumulated
-    per depth so the innermost loop does one multiply-add per tensor."""
-    ivs: list[SSAValue] = []
+    per depth so the innermost loop does one multiply-add per tensor.
+
+    The innermost loop has two versions, picked once per row: when every runtime
+    stride of that dim is 1 the offsets are `row + i` (what LLVM vectorizes
+    without runtime checks of its own), otherwise `row + i * stride`:
+
+        scf.if (%xs1 == 1 && %os1 == 1) { scf.for %i1 ... x[row_x + i1] ... }
+        else { scf.for %i1 ... x[row_x + i1 * xs1] ... }
+    """
     offsets: list[SSAValue] = [c0 for _ in mems]
-    levels: Levels = []
-    for d in range(len(sizes)):
+    loops: list[tuple[scf.ForOp, list[Operation]]] = []
+    last = len(sizes) - 1
+    for d in range(last):
         blk = Block(arg_types=[INDEX])
         iv = blk.args[0]
-        ivs.append(iv)
         loop = scf.ForOp(begin if d == 0 else c0, end if d == 0 else sizes[d], c1, [], blk)
-        if levels:
-            levels[-1][1].extend([loop, scf.YieldOp()])
         le = _Emitter([])
         offsets = [
-            le.add(arith.AddiOp(off, le.add(arith.MuliOp(iv, strides[d]))))
+            off
+            if _is_zero(strides[d], c0)
+            else le.add(arith.AddiOp(off, le.add(arith.MuliOp(iv, strides[d]))))
             for off, (_, strides) in zip(offsets, mems, strict=True)
         ]
-        levels.append((loop, le.ops))
-    return ivs, levels, offsets
+        loops.append((loop, le.ops))
+    inner = [strides[last] for _, strides in mems]
+    lo, hi = (begin, end) if last == 0 else (c0, sizes[last])
+
+    def inner_loop(unit: bool) -> scf.ForOp:
+        blk = Block(arg_types=[INDEX])
+        iv = blk.args[0]
+        le = _Emitter([])
+        offs = [
+            off
+            if _is_zero(s, c0)
+            else le.add(arith.AddiOp(off, iv if unit else le.add(arith.MuliOp(iv, s))))
+            for off, s in zip(offsets, inner, strict=True)
+        ]
+        emit_body(le, offs)
+        le.add(scf.YieldOp())
+        blk.add_ops(le.ops)
+        return scf.ForOp(lo, hi, c1, [], blk)
+
+    variable = [s for s in inner if not _is_zero(s, c0)]
+    here = _Emitter(loops[-1][1] if loops else [])
+    if variable:
+        cond = None
+        for s in variable:
+            eq = here.add(arith.CmpiOp(s, c1, "eq"))
+            cond = eq if cond is None else here.add(arith.AndIOp(cond, eq))
+        assert cond is not None
+        here.add(
+            scf.IfOp(
+                cond, [], [inner_loop(True), scf.YieldOp()], [inner_loop(False), scf.YieldOp()]
+            )
+        )
+    else:
+        here.add(inner_loop(False))
+    if not loops:
+        return here.ops
+    for (_, ops), nxt in zip(loops, loops[1:], strict=False):
+        ops.extend([nxt[0], scf.YieldOp()])
+    loops[-1][1].append(scf.YieldOp())
+    for loop, ops in loops:
+        loop.body.block.add_ops(ops)
+    return [loops[0][0]]
+
+
+def _is_zero(v: SSAValue, c0: SSAValue) -> bool:
+    return v is c0
 
 
 def _gpu_loop(
