@@ -20,7 +20,9 @@ exact shapes instead of broadcast patterns.
 
 from __future__ import annotations
 
+import functools
 import logging
+import operator
 import threading
 import time
 import warnings
@@ -100,7 +102,7 @@ def _arg_spec(a: Any, grad: bool, exact: bool) -> Any:
         return (
             a.dtype,
             a.device,
-            tuple(shape) if exact else tuple(s == 1 for s in shape),
+            tuple(shape) if exact else tuple([s == 1 for s in shape]),
             a.is_contiguous(),
             grad and a.requires_grad,
         )
@@ -142,6 +144,26 @@ class Specialization:
     def launches(self) -> int:
         return 0 if self.program is None else self.program.launches
 
+    @functools.cached_property
+    def args_are_inputs(self) -> bool:
+        """Whether the program's inputs are the call's arguments as they come (no
+        parameters or buffers, none skipped): the getters can be skipped."""
+        sources = [] if self.imported is None else self.imported.inputs
+        return len(sources) == len(self.getters) and all(
+            kind == "arg" and where == i for i, (kind, where) in enumerate(sources)
+        )
+
+    @functools.cached_property
+    def fill(self) -> Callable[[Sequence[Any]], Any]:
+        """`_fill(self.outputs, results)`, with the common templates (one result,
+        a tuple of results) as one `itemgetter` call."""
+        t = self.outputs
+        if isinstance(t, Ret):
+            return operator.itemgetter(t.index)
+        if type(t) is tuple and len(t) > 1 and all(isinstance(x, Ret) for x in t):
+            return operator.itemgetter(*(x.index for x in t))
+        return lambda results: _fill(t, results)
+
 
 class CompiledFunction:
     """The callable `fusec.compile` returns."""
@@ -175,12 +197,12 @@ class CompiledFunction:
             self.launches_per_call = 0
             return self._eager(args)
         self.launches_per_call = program.launches
-        inputs = [g(args) for g in spec.getters]
+        inputs = args if spec.args_are_inputs else [g(args) for g in spec.getters]
         if self.options.cuda_graphs:
             return _fill(spec.outputs, self._graph_runner(spec)(args, inputs))
         results = program(inputs)
         self.launches_per_call = program.last_launches  # less the groups whose guard failed
-        return _fill(spec.outputs, results)
+        return spec.fill(results)
 
     def _graph_runner(self, spec: Specialization) -> Any:
         """The CUDA graph runner of a compiled specialization (made on first use)."""

@@ -134,8 +134,20 @@ class CpuKernel:
         self._has_f64 = any(dt == "f64" for _, dt in sig.scalars)
         self._keyed = tuple(sorted({s.input for s in sig.operands}))
         self._plans: dict[tuple[Any, ...], LaunchPlan] = {}
+        self._packed: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+        """The plans as flat tuples, for the generated fast path."""
+        self._generated = False
 
     def __call__(self, inputs: Sequence[torch.Tensor | float | int | bool]) -> list[torch.Tensor]:
+        return self._fast(inputs)
+
+    def _fast(self, inputs: Sequence[Any]) -> list[torch.Tensor]:
+        # Replaced by the generated fast path once the first plan exists.
+        return self._call_planned(inputs)
+
+    def _call_planned(self, inputs: Sequence[Any]) -> list[torch.Tensor]:
+        """A call through its layout's plan, made first if need be (the generated
+        fast path lands here on a layout it has not seen)."""
         key = []
         for i in self._keyed:
             t = inputs[i]
@@ -157,10 +169,13 @@ class CpuKernel:
             args[slot] = t.data_ptr() + offset  # type: ignore[union-attr]
         if self._scalar_slots:
             self._put_scalars(args, inputs)
-        chunks = plan.chunks
-        if len(chunks) == 1:
+        if len(plan.chunks) == 1:
             self._fn(args)
-            return results
+        else:
+            self._parallel(args, plan.chunks)
+        return results
+
+    def _parallel(self, args: Any, chunks: Sequence[Any]) -> None:
         calls = []
         for bounds, shifts in chunks:
             a = self._array.from_buffer_copy(args)
@@ -174,7 +189,68 @@ class CpuKernel:
         self._fn(calls[0])
         for f in futures:
             f.result()
-        return results
+
+    def _generate_fast(self, plan: LaunchPlan) -> None:
+        """Installs the fast path: the plan lookup, allocations, pointer stores and
+        the call written out for this kernel's operands (the slots, sources and
+        allocation dtypes are the same in every plan of a kernel; sizes, offsets
+        and the template are per plan, in `self._packed`).
+
+            def fast(inputs):
+                t0 = inputs[0]
+                p = get((t0.shape, t0.stride()))
+                if p is None:
+                    return planned(inputs)
+                sh0, o0, o1, template, chunks = p
+                a0 = torch.empty(sh0, dtype=D0)
+                args = copy(template)
+                args[3] = t0.data_ptr() + o0
+                args[5] = a0.data_ptr() + o1
+                fn(args) if chunks is None else parallel(args, chunks)
+                return [a0]
+        """
+        env: dict[str, Any] = {
+            "get": self._packed.get,
+            "planned": self._call_planned,
+            "torch": torch,
+            "copy": self._array.from_buffer_copy,
+            "doubles": self._doubles.from_buffer,
+            "fn": self._fn,
+            "parallel": self._parallel,
+        }
+        lines = ["def fast(inputs):"]
+        for i in self._keyed:
+            lines.append(f"    t{i} = inputs[{i}]")
+        key = "".join(f"t{i}.shape, t{i}.stride(), " for i in self._keyed)
+        lines.append(f"    p = get(({key}))")
+        lines.append("    if p is None:")
+        lines.append("        return planned(inputs)")
+        names = [f"sh{j}" for j in range(len(plan.allocs))]
+        names += [f"o{k}" for k in range(len(plan.pointers))]
+        lines.append(f"    {', '.join(names)}, template, chunks = p")
+        for j, (_, dtype) in enumerate(plan.allocs):
+            env[f"D{j}"] = dtype
+            lines.append(f"    a{j} = torch.empty(sh{j}, dtype=D{j})")
+        lines.append("    args = copy(template)")
+        for k, (slot, src, _) in enumerate(plan.pointers):
+            t = f"t{src}" if src >= 0 else f"a{-1 - src}"
+            lines.append(f"    args[{slot}] = {t}.data_ptr() + o{k}")
+        if self._has_f64:
+            lines.append("    d = doubles(args)")
+        for slot, i, dt in self._scalar_slots:
+            if dt == "f64":
+                lines.append(f"    d[{slot}] = inputs[{i}]")
+            elif dt == "i1":
+                lines.append(f"    args[{slot}] = 1 if inputs[{i}] else 0")
+            else:
+                lines.append(f"    args[{slot}] = int(inputs[{i}])")
+        lines.append("    if chunks is None:")
+        lines.append("        fn(args)")
+        lines.append("    else:")
+        lines.append("        parallel(args, chunks)")
+        lines.append("    return [" + ", ".join(f"a{j}" for j in plan.results) + "]")
+        exec("\n".join(lines), env)  # noqa: S102 - source built from slot numbers only
+        self._fast = env["fast"]
 
     def _call_unplanned(self, inputs: Sequence[Any]) -> list[torch.Tensor]:
         """A call whose operands are not all views of the inputs (a `reshape` view
@@ -273,8 +349,21 @@ class CpuKernel:
 
     def _remember(self, key: tuple[Any, ...], plan: LaunchPlan) -> None:
         if len(self._plans) >= _MAX_PLANS:
-            self._plans.pop(next(iter(self._plans)))
+            old = next(iter(self._plans))
+            self._plans.pop(old)
+            self._packed.pop(old, None)
         self._plans[key] = plan
+        if plan.empty:
+            return  # zero-size layouts take the planned path
+        self._packed[key] = (
+            *(shape for shape, _ in plan.allocs),
+            *(offset for _, _, offset in plan.pointers),
+            plan.template,
+            None if len(plan.chunks) == 1 else plan.chunks,
+        )
+        if not self._generated:
+            self._generated = True
+            self._generate_fast(plan)
 
 
 def _normalized(strides: Sequence[int], sizes: Sequence[int]) -> list[int]:
