@@ -14,6 +14,10 @@ _lock = threading.Lock()
 @cache
 def host_target_machine() -> llvm.TargetMachine:
     """The host's target machine: default triple, host cpu name and features."""
+    return _new_host_target_machine()
+
+
+def _new_host_target_machine() -> llvm.TargetMachine:
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
     target = llvm.Target.from_default_triple()
@@ -47,7 +51,9 @@ class JitModule:
 
     def __init__(self, ir_text: str):
         with _lock:
-            tm = host_target_machine()
+            # An MCJIT engine owns its target machine and frees it with itself:
+            # each gets its own, never the shared one.
+            tm = _new_host_target_machine()
             mod = llvm.parse_assembly(ir_text)
             mod.verify()
             self._engine = llvm.create_mcjit_compiler(mod, tm)

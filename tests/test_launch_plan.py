@@ -4,12 +4,12 @@ host code around them, each checked against eager PyTorch."""
 
 from __future__ import annotations
 
+import fusec
 import pytest
 import torch
 from fusec.codegen import build_kernel
 from fusec.runtime import cpu
 
-import fusec
 from tests.test_codegen import make_group
 
 
