@@ -313,7 +313,13 @@ class CompiledFunction:
         name = getattr(self.original, "__name__", None) or type(self.original).__name__
         imported = import_fx(self.gm, args, name)
         module = imported.module
-        run_pipeline(module, self.options.pipeline or _compile_pipeline(args))
+        pipeline = self.options.pipeline or _compile_pipeline(args)
+        cached = _cached_program(self.gm, args, pipeline, name, imported)
+        if cached is not None:
+            module = imported.module = cached
+        else:
+            run_pipeline(module, pipeline)
+            _store_program(self.gm, args, pipeline, name, module)
         # CPU kernels for all-CPU inputs, GPU kernels for inputs on one CUDA device;
         # mixed devices run their groups through PyTorch.
         kernels = self._kernel_provider(args)
@@ -351,6 +357,39 @@ class CompiledFunction:
     def ir(self) -> str:
         """The IR of the last specialization that ran (after the pipeline)."""
         return "" if self.last is None else self.last.module_text()
+
+
+def _cached_program(
+    gm: torch.fx.GraphModule, args: Sequence[Any], pipeline: str, name: str, imported: Any
+) -> ModuleOp | None:
+    """The module after `pipeline` from the warm-start cache (a previous process
+    compiled this graph for these exact inputs), with `imported.func` pointed at
+    its function; None on a miss."""
+    from fusec.runtime import program_cache
+    from xdsl.dialects import func
+
+    key = program_cache.program_key(gm, args, pipeline, name) if program_cache.enabled() else None
+    module = None if key is None else program_cache.load_program(key, _context())
+    if module is None:
+        return None
+    sym = imported.func.sym_name.data
+    for op in module.ops:
+        if isinstance(op, func.FuncOp) and op.sym_name.data == sym:
+            if len(op.args) != len(imported.func.args):
+                return None
+            imported.func = op
+            return module
+    return None
+
+
+def _store_program(
+    gm: torch.fx.GraphModule, args: Sequence[Any], pipeline: str, name: str, module: ModuleOp
+) -> None:
+    from fusec.runtime import program_cache
+
+    key = program_cache.program_key(gm, args, pipeline, name) if program_cache.enabled() else None
+    if key is not None:
+        program_cache.store_program(key, module)
 
 
 def _compile_pipeline(args: Sequence[Any]) -> str:

@@ -45,11 +45,42 @@ def optimize_for_host(ir_text: str) -> str:
         return str(mod)
 
 
+def _object_key(ir_text: str) -> str:
+    """What machine code for `ir_text` depends on: the IR and the host target."""
+    from fusec.runtime.program_cache import digest
+
+    tm = host_target_machine()
+    return digest(
+        ir_text,
+        tm.triple,
+        llvm.get_host_cpu_name(),
+        llvm.get_host_cpu_features().flatten(),
+        ".".join(map(str, llvm.llvm_version_info)),
+    )
+
+
 class JitModule:
     """One MCJIT engine holding one compiled module; `address(name)` gives a
-    function pointer that lives as long as this object."""
+    function pointer that lives as long as this object.
+
+    The machine code is cached on disk (`fusec.runtime.program_cache`, kind
+    "object"), so a later process loads it instead of running LLVM's code
+    generator: MCJIT asks the object cache before compiling."""
 
     def __init__(self, ir_text: str):
+        from fusec.runtime import program_cache
+
+        key = _object_key(ir_text) if program_cache.enabled() else None
+        cached = None if key is None else program_cache.load("object", key)
+        self.object_cache_hit = cached is not None
+
+        def notify(_module: llvm.ModuleRef, data: bytes) -> None:
+            if key is not None and cached is None:
+                program_cache.store("object", key, data)
+
+        def getbuffer(_module: llvm.ModuleRef) -> bytes | None:
+            return None if cached is None else cached[1]
+
         with _lock:
             # An MCJIT engine owns its target machine and frees it with itself:
             # each gets its own, never the shared one.
@@ -57,6 +88,7 @@ class JitModule:
             mod = llvm.parse_assembly(ir_text)
             mod.verify()
             self._engine = llvm.create_mcjit_compiler(mod, tm)
+            self._engine.set_object_cache(notify, getbuffer)
             self._engine.finalize_object()
             self._mod = mod
 
