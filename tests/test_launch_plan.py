@@ -120,3 +120,24 @@ def test_generated_host_code_frees_and_returns_like_eager():
         for g, w in zip(f(x, y), fn(x, y), strict=True):
             torch.testing.assert_close(g, w)
     assert f.launches_per_call == 2
+
+
+def test_vector_width_attribute_tags_every_definition():
+    from fusec.llvm_jit import _with_vector_width
+
+    ir = 'define void @"a"(i64 %".1")\n{\n  ret void\n}\ndefine void @b() {\n  ret void\n}\n'
+    out = _with_vector_width(ir, 512)
+    assert out.count("#4242") == 3  # two definitions and the attribute group
+    assert '"prefer-vector-width"="512"' in out
+    assert _with_vector_width(ir, None) == ir
+
+
+@pytest.mark.skipif(
+    __import__("fusec.llvm_jit").llvm_jit.host_vector_width() is None, reason="no AVX-512 host"
+)
+def test_kernels_use_full_width_vectors_on_avx512():
+    x, y = torch.randn(1000), torch.randn(1000)
+    artifact = build_kernel(make_group([x, y], lambda b, a, c: b.MulOp(b.TanhOp(a), c)))
+    assert "<16 x float>" in artifact.code.decode()
+    (got,) = cpu.CpuKernel(artifact)([x, y])
+    torch.testing.assert_close(got, x.tanh() * y)
