@@ -163,6 +163,75 @@ def _bare_kernel(program: Any, args: Sequence[Any]) -> tuple[Callable[..., Any],
     raise RuntimeError("no kernel in the compiled program")
 
 
+def lstm_cell(x, hx, cx, w_ih, w_hh, b_ih, b_hh):
+    gates = torch.nn.functional.linear(x, w_ih, b_ih) + torch.nn.functional.linear(hx, w_hh, b_hh)
+    return lstm_tail(gates, cx)
+
+
+def _record(program: Any, args: Sequence[Any]) -> tuple[list[Callable[[], Any]], list[Any]]:
+    """The work one run of `program` does, as argument-free calls: torch steps as
+    they are, each kernel as its bare native call on prepared arguments (guards
+    and the host program's own bookkeeping left out)."""
+    values = {**dict(zip(program.arg_slots, args, strict=True)), **program.consts}
+    calls: list[Callable[[], Any]] = []
+    for step in program.steps:
+        ins = [values[i] for i in step.ins]
+        if step.kind == "if":
+            sub, outs = _record(step.branches[0 if ins[0] else 1], ins[1:])
+            calls += sub
+        else:
+            outs = step.fn(*ins)
+            if step.kind == "kernel":
+                calls.append(_bare_native_call(step.fn.kernel, ins, outs))
+            elif step.kind != "guard":
+                calls.append(lambda fn=step.fn, ins=ins: fn(*ins))
+        for slot, v in zip(step.outs, outs, strict=True):
+            values[slot] = v
+    return calls, [values[i] for i in program.out_slots]
+
+
+def _bare_native_call(kernel: Any, ins: Sequence[Any], outs: Sequence[Any]) -> Callable[[], Any]:
+    """The kernel's packed native call with the plan of `ins` (writing into fresh
+    buffers of the plan's allocation shapes, kept alive by the closure)."""
+    key = []
+    for i in kernel._keyed:
+        key += [ins[i].shape, ins[i].stride()]
+    plan = kernel._plans[tuple(key)]
+    allocs = [torch.empty(shape, dtype=dtype) for shape, dtype in plan.allocs]
+    args = kernel._array.from_buffer_copy(plan.template)
+    for slot, src, offset in plan.pointers:
+        t = ins[src] if src >= 0 else allocs[-1 - src]
+        args[slot] = t.data_ptr() + offset
+    if kernel._scalar_slots:
+        kernel._put_scalars(args, ins)
+    if len(plan.chunks) == 1:
+        return lambda: (kernel._fn(args), allocs)
+    return lambda: (kernel._parallel(args, plan.chunks), allocs)
+
+
+def lstm_loop_overhead(steps: int = 50, batch: int = 64, hidden: int = 256) -> dict[str, float]:
+    """A 50-step LSTM loop through `fusec.compile(lstm_cell)`: time per loop, and
+    the same steps' work without the host program (matmuls + bare kernel calls)."""
+    f = fusec.compile(lstm_cell)
+    w = [torch.randn(4 * hidden, hidden) * 0.1 for _ in range(2)]
+    b = [torch.randn(4 * hidden) * 0.1 for _ in range(2)]
+    xs = [torch.randn(batch, hidden) for _ in range(steps)]
+    h0, c0 = torch.zeros(batch, hidden), torch.zeros(batch, hidden)
+
+    def loop(cell: Callable[..., Any]) -> Any:
+        h, c = h0, c0
+        for x in xs:
+            h, c = cell(x, h, c, w[0], w[1], b[0], b[1])
+        return h
+
+    torch.testing.assert_close(loop(f), loop(lstm_cell), rtol=1e-4, atol=1e-5)
+    total = bench(lambda: loop(f), [])
+    calls, _ = _record(f.last.program, [xs[0], h0, c0, w[0], w[1], b[0], b[1]])
+    work = bench(lambda: [c() for c in calls], []) * steps
+    eager = bench(lambda: loop(lstm_cell), [])
+    return {"loop": total, "work": work, "eager": eager, "launches": f.launches_per_call}
+
+
 def dispatch_overhead(name: str = "lstm_cell") -> dict[str, float]:
     """Per-call time at 2^6 elements: the whole compiled call, the bare kernel
     call, and their difference (guards + host program)."""
@@ -254,6 +323,13 @@ def main() -> None:
         f"(kernels_compiled={cold['kernels_compiled']}), warm {warm['seconds'] * 1e3:.0f} ms "
         f"(disk_hits={warm['disk_hits']}, kernels_compiled={warm['kernels_compiled']}), "
         f"warm with the code generator imported first {preloaded['seconds'] * 1e3:.0f} ms"
+    )
+    lo = lstm_loop_overhead()
+    print(
+        f"fusec 50-step LSTM loop (batch 64, hidden 256, {lo['launches']} kernel/step): "
+        f"{lo['loop'] * 1e3:.2f} ms, of which steps' work (matmuls + bare kernels) "
+        f"{lo['work'] * 1e3:.2f} ms: host overhead {100 * (lo['loop'] / lo['work'] - 1):.1f}% "
+        f"(eager {lo['eager'] * 1e3:.2f} ms)"
     )
     for name in ("lstm_cell", "chain8"):
         d = dispatch_overhead(name)
