@@ -145,13 +145,15 @@ class Specialization:
         return 0 if self.program is None else self.program.launches
 
     @functools.cached_property
-    def args_are_inputs(self) -> bool:
-        """Whether the program's inputs are the call's arguments as they come (no
-        parameters or buffers, none skipped): the getters can be skipped."""
+    def args_are_inputs(self) -> int:
+        """How many arguments a call must have for them to be the program's inputs
+        as they come (no parameters or buffers, none skipped), or -1: with that
+        many, the getters can be skipped."""
         sources = [] if self.imported is None else self.imported.inputs
-        return len(sources) == len(self.getters) and all(
+        direct = len(sources) == len(self.getters) and all(
             kind == "arg" and where == i for i, (kind, where) in enumerate(sources)
         )
+        return len(sources) if direct else -1
 
     @functools.cached_property
     def fill(self) -> Callable[[Sequence[Any]], Any]:
@@ -197,7 +199,7 @@ class CompiledFunction:
             self.launches_per_call = 0
             return self._eager(args)
         self.launches_per_call = program.launches
-        inputs = args if spec.args_are_inputs else [g(args) for g in spec.getters]
+        inputs = args if spec.args_are_inputs == len(args) else [g(args) for g in spec.getters]
         if self.options.cuda_graphs:
             return _fill(spec.outputs, self._graph_runner(spec)(args, inputs))
         results = program(inputs)
