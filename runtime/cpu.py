@@ -321,6 +321,8 @@ class CpuKernel:
         strides = [
             _normalized(broadcast_strides(t, space) if space else [0], sizes) for t in tensors
         ]
+        fixed = [_size_one_dims(t, lrank) for t in operands]
+        sizes, strides = _memory_order(sizes, strides, fixed)
         _coalesce(sizes, strides)
         sources: list[tuple[int, int]] = []
         for k, t in enumerate(tensors):
@@ -370,6 +372,38 @@ def _normalized(strides: Sequence[int], sizes: Sequence[int]) -> list[int]:
     """Strides with 0 on size-1 dims: the index there is always 0, and a 0 is
     what the kernel assumes on dims it knows to be 1 (so merging stays right)."""
     return [0 if n == 1 else s for s, n in zip(strides, sizes, strict=True)]
+
+
+def _size_one_dims(t: torch.Tensor, rank: int) -> set[int]:
+    """Dims of the index space where operand `t` is 1 (or absent): the kernel may
+    hold a constant 0 stride there (its type says 1)."""
+    lead = rank - t.dim()
+    return set(range(lead)) | {lead + d for d, n in enumerate(t.shape) if n == 1}
+
+
+def _memory_order(
+    sizes: list[int], strides: list[list[int]], fixed: Sequence[set[int]]
+) -> tuple[list[int], list[list[int]]]:
+    """The loop order: the dim along which most tensors are contiguous (stride 1)
+    becomes the innermost one, so a transposed input is read along its memory
+    rather than across it; the other dims keep their order.
+
+        a.t() + b.t() -> out:  a, b strides (1, n), out (n, 1)  ->  loop dim 0 innermost
+
+    Dims are only moved where the kernel's constant 0 strides stay right: an
+    operand's size-1 dim (`fixed`) must receive a dim it has stride 0 along."""
+    rank = len(sizes)
+    if rank < 2:
+        return sizes, strides
+    unit = [sum(1 for s in strides if s[d] == 1) for d in range(rank)]
+    best = max(range(rank), key=lambda d: (unit[d], d))
+    if best == rank - 1 or unit[best] <= unit[rank - 1] or sizes[best] == 1:
+        return sizes, strides
+    order = [d for d in range(rank) if d != best] + [best]
+    for s, dims in zip(strides, fixed, strict=False):
+        if any(s[order[j]] != 0 for j in dims):
+            return sizes, strides
+    return [sizes[d] for d in order], [[s[d] for d in order] for s in strides]
 
 
 def _coalesce(sizes: list[int], strides: list[list[int]]) -> None:

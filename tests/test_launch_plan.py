@@ -141,3 +141,23 @@ def test_kernels_use_full_width_vectors_on_avx512():
     assert "<16 x float>" in artifact.code.decode()
     (got,) = cpu.CpuKernel(artifact)([x, y])
     torch.testing.assert_close(got, x.tanh() * y)
+
+
+def test_transposed_inputs_are_read_along_their_memory():
+    # Both inputs transposed: the loop over their contiguous dim goes innermost.
+    a, b = torch.randn(30, 20), torch.randn(30, 20)
+    x, y = a.t(), b.t()
+    kernel = cpu.CpuKernel(build_kernel(make_group([x, y], lambda bb, p, q: bb.AddOp(p, q))))
+    (got,) = kernel([x, y])
+    torch.testing.assert_close(got, x + y)
+    assert got.is_contiguous()
+    assert _sizes(kernel, _only_plan(kernel)) == [30, 20]  # the space is [20, 30]
+
+
+def test_loop_order_keeps_a_size_one_operand_dim_in_place():
+    # `c` is [20, 1]: its constant 0 stride on dim 1 forbids moving dim 0 there.
+    x, c = torch.randn(30, 20).t(), torch.randn(20, 1)
+    kernel = cpu.CpuKernel(build_kernel(make_group([x, c], lambda bb, p, q: bb.MulOp(p, q))))
+    (got,) = kernel([x, c])
+    torch.testing.assert_close(got, x * c)
+    assert _sizes(kernel, _only_plan(kernel)) == [20, 30]
