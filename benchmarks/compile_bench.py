@@ -1,14 +1,21 @@
-"""Eager PyTorch vs torch.compile (Inductor) vs fusec, in one run.
+"""Eager PyTorch vs torch.compile (Inductor) vs IREE vs fusec, in one run.
 
-    python benchmarks/compile_bench.py [--sizes 6,20,24] [--no-inductor]
+    python benchmarks/compile_bench.py [--sizes 6,16,20,24] [--no-inductor] [--no-iree]
+                                       [--threads N] [--cpu-time]
 
 Workloads (float32): the LSTM cell's pointwise tail (gates precomputed by the
-matmuls, then chunk), an 8-op pointwise chain, and a broadcast add
-([R,1] + [1,C]), each at 2^6, 2^20 and 2^24 elements (of the output). GB/s counts
-the bytes each call must read and write at least, next to the machine's
-measured copy bandwidth. Then fusec's cold compile time (empty cache), warm
-compile time (a new process with the disk cache filled) and per-call dispatch
-overhead at 2^6 elements.
+matmuls, then chunk), an 8-op pointwise chain, a bias + GELU ([R,C] + [C]),
+a transposed-input add (relu(a.t() + b)) and a broadcast add ([R,1] + [1,C]),
+each at 2^6, 2^16, 2^20 and 2^24 elements (of the output). GB/s counts the
+bytes each call must read and write at least, next to the machine's measured
+copy bandwidth; `f/e` and `f/i` are fusec's time over eager's and Inductor's
+(below 1: fusec is faster). IREE's CPU backend (`torch.compile(backend=
+"turbine_cpu")`, from the optional `bench` extra: iree-base-compiler,
+iree-base-runtime, iree-turbine) is a column when installed and skipped
+otherwise. Then fusec's first-call times in fresh processes: cold (empty cache),
+warm (the disk caches filled by the cold run: program, kernel, machine code),
+and warm with the code generator's modules imported before the clock starts;
+and the per-call time at 2^6 elements against the bare kernel call.
 """
 
 from __future__ import annotations
@@ -50,6 +57,14 @@ def broadcast_add(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return a + b
 
 
+def bias_gelu(x: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return torch.nn.functional.gelu(x + b)
+
+
+def transposed_add(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return torch.relu(a.t() + b)
+
+
 def workload(name: str, log2: int) -> tuple[Callable[..., Any], list[torch.Tensor], int]:
     """(fn, inputs, minimum bytes moved per call) for 2^log2 output elements."""
     n = 1 << log2
@@ -61,26 +76,40 @@ def workload(name: str, log2: int) -> tuple[Callable[..., Any], list[torch.Tenso
     if name == "chain8":
         args = [torch.randn(n), torch.randn(n)]
         return chain8, args, 4 * 3 * n
+    if name == "bias_gelu":
+        c = min(n, 1024)
+        args = [torch.randn(n // c, c), torch.randn(c)]
+        return bias_gelu, args, 4 * (2 * n + c)
+    if name == "transposed_add":
+        r = 1 << (log2 // 2)
+        args = [torch.randn(n // r, r), torch.randn(r, n // r)]
+        return transposed_add, args, 4 * 3 * n
     r = 1 << (log2 // 2)
     c = n // r
     args = [torch.randn(r, 1), torch.randn(1, c)]
     return broadcast_add, args, 4 * (n + r + c)
 
 
+CLOCK: Callable[[], float] = time.perf_counter
+"""What `bench` reads: wall time, or with `--cpu-time` the process's CPU time
+(steadier on a machine shared with other jobs; with one thread it is the call's
+own time)."""
+
+
 def bench(fn: Callable[..., Any], args: list[Any], budget: float = 0.4) -> float:
     """Median seconds per call."""
     fn(*args)
-    start = time.perf_counter()
+    start = CLOCK()
     fn(*args)
-    once = max(time.perf_counter() - start, 1e-7)
+    once = max(CLOCK() - start, 1e-7)
     reps = max(3, min(2000, int(budget / once)))
     times = []
     batch = max(1, reps // 15)
     for _ in range(max(3, reps // batch)):
-        t0 = time.perf_counter()
+        t0 = CLOCK()
         for _ in range(batch):
             fn(*args)
-        times.append((time.perf_counter() - t0) / batch)
+        times.append((CLOCK() - t0) / batch)
     return statistics.median(times)
 
 
@@ -96,6 +125,8 @@ _CHILD = textwrap.dedent(
     import json, sys, time, torch
     sys.path.insert(0, {path!r})
     import fusec
+    if {preload}:
+        import fusec.codegen, fusec.runtime.cpu
     from compile_bench import lstm_tail
     args = (torch.randn(64, 256), torch.randn(64, 64))
     t0 = time.perf_counter()
@@ -107,20 +138,22 @@ _CHILD = textwrap.dedent(
 )
 
 
-def compile_times() -> tuple[dict[str, Any], dict[str, Any]]:
-    """Cold (empty cache dir) and warm (second process) first-call times."""
+def compile_times() -> list[dict[str, Any]]:
+    """First-call times in fresh processes: cold (empty cache dir), warm (second
+    process), warm with the code generator's modules imported beforehand."""
     with tempfile.TemporaryDirectory() as d:
         env = {**os.environ, "FUSEC_CACHE_DIR": d}
-        code = _CHILD.format(path=os.path.dirname(os.path.abspath(__file__)))
+        here = os.path.dirname(os.path.abspath(__file__))
         runs = []
-        for _ in range(2):
+        for preload in (False, False, True):
+            code = _CHILD.format(path=here, preload=preload)
             p = subprocess.run(
                 [sys.executable, "-c", code], env=env, capture_output=True, text=True
             )
             if p.returncode != 0:
                 raise RuntimeError(p.stderr)
             runs.append(json.loads(p.stdout.strip().splitlines()[-1]))
-        return runs[0], runs[1]
+        return runs
 
 
 def _bare_kernel(program: Any, args: Sequence[Any]) -> tuple[Callable[..., Any], list[Any]]:
@@ -137,10 +170,79 @@ def _bare_kernel(program: Any, args: Sequence[Any]) -> tuple[Callable[..., Any],
     raise RuntimeError("no kernel in the compiled program")
 
 
-def dispatch_overhead() -> dict[str, float]:
+def lstm_cell(x, hx, cx, w_ih, w_hh, b_ih, b_hh):
+    gates = torch.nn.functional.linear(x, w_ih, b_ih) + torch.nn.functional.linear(hx, w_hh, b_hh)
+    return lstm_tail(gates, cx)
+
+
+def _record(program: Any, args: Sequence[Any]) -> tuple[list[Callable[[], Any]], list[Any]]:
+    """The work one run of `program` does, as argument-free calls: torch steps as
+    they are, each kernel as its bare native call on prepared arguments (guards
+    and the host program's own bookkeeping left out)."""
+    values = {**dict(zip(program.arg_slots, args, strict=True)), **program.consts}
+    calls: list[Callable[[], Any]] = []
+    for step in program.steps:
+        ins = [values[i] for i in step.ins]
+        if step.kind == "if":
+            sub, outs = _record(step.branches[0 if ins[0] else 1], ins[1:])
+            calls += sub
+        else:
+            outs = step.fn(*ins)
+            if step.kind == "kernel":
+                calls.append(_bare_native_call(step.fn.kernel, ins, outs))
+            elif step.kind != "guard":
+                calls.append(lambda fn=step.fn, ins=ins: fn(*ins))
+        for slot, v in zip(step.outs, outs, strict=True):
+            values[slot] = v
+    return calls, [values[i] for i in program.out_slots]
+
+
+def _bare_native_call(kernel: Any, ins: Sequence[Any], outs: Sequence[Any]) -> Callable[[], Any]:
+    """The kernel's packed native call with the plan of `ins` (writing into fresh
+    buffers of the plan's allocation shapes, kept alive by the closure)."""
+    key = []
+    for i in kernel._keyed:
+        key += [ins[i].shape, ins[i].stride()]
+    plan = kernel._plans[tuple(key)]
+    allocs = [torch.empty(shape, dtype=dtype) for shape, dtype in plan.allocs]
+    args = kernel._array.from_buffer_copy(plan.template)
+    for slot, src, offset in plan.pointers:
+        t = ins[src] if src >= 0 else allocs[-1 - src]
+        args[slot] = t.data_ptr() + offset
+    if kernel._scalar_slots:
+        kernel._put_scalars(args, ins)
+    if len(plan.chunks) == 1:
+        return lambda: (kernel._fn(args), allocs)
+    return lambda: (kernel._parallel(args, plan.chunks), allocs)
+
+
+def lstm_loop_overhead(steps: int = 50, batch: int = 64, hidden: int = 256) -> dict[str, float]:
+    """A 50-step LSTM loop through `fusec.compile(lstm_cell)`: time per loop, and
+    the same steps' work without the host program (matmuls + bare kernel calls)."""
+    f = fusec.compile(lstm_cell)
+    w = [torch.randn(4 * hidden, hidden) * 0.1 for _ in range(2)]
+    b = [torch.randn(4 * hidden) * 0.1 for _ in range(2)]
+    xs = [torch.randn(batch, hidden) for _ in range(steps)]
+    h0, c0 = torch.zeros(batch, hidden), torch.zeros(batch, hidden)
+
+    def loop(cell: Callable[..., Any]) -> Any:
+        h, c = h0, c0
+        for x in xs:
+            h, c = cell(x, h, c, w[0], w[1], b[0], b[1])
+        return h
+
+    torch.testing.assert_close(loop(f), loop(lstm_cell), rtol=1e-4, atol=1e-5)
+    total = bench(lambda: loop(f), [])
+    calls, _ = _record(f.last.program, [xs[0], h0, c0, w[0], w[1], b[0], b[1]])
+    work = bench(lambda: [c() for c in calls], []) * steps
+    eager = bench(lambda: loop(lstm_cell), [])
+    return {"loop": total, "work": work, "eager": eager, "launches": f.launches_per_call}
+
+
+def dispatch_overhead(name: str = "lstm_cell") -> dict[str, float]:
     """Per-call time at 2^6 elements: the whole compiled call, the bare kernel
     call, and their difference (guards + host program)."""
-    fn, args, _ = workload("chain8", 6)
+    fn, args, _ = workload(name, 6)
     f = fusec.compile(fn)
     f(*args)
     total = bench(f, args, budget=0.5)
@@ -150,60 +252,109 @@ def dispatch_overhead() -> dict[str, float]:
             "launches": f.launches_per_call}  # fmt: skip
 
 
+def iree_backend() -> str | None:
+    """The IREE CPU Dynamo backend's name when iree-turbine is installed."""
+    try:
+        import iree.turbine  # noqa: F401
+        import iree.turbine.dynamo.backends.base  # noqa: F401
+    except Exception:  # noqa: BLE001 - absent or broken: the column is skipped
+        return None
+    return "turbine_cpu"
+
+
+def _check(fn: Callable[..., Any], f: Callable[..., Any], args: list[Any]) -> None:
+    want, got = fn(*args), f(*args)
+    for w, g in zip(
+        want if isinstance(want, tuple) else (want,),
+        got if isinstance(got, tuple) else (got,),
+        strict=True,
+    ):
+        torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-5)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sizes", default="6,20,24", help="log2 of the element counts")
+    ap.add_argument("--sizes", default="6,16,20,24", help="log2 of the element counts")
     ap.add_argument("--no-inductor", action="store_true")
-    ap.add_argument("--workloads", default="lstm_cell,chain8,broadcast_add")
+    ap.add_argument("--no-iree", action="store_true")
+    ap.add_argument(
+        "--workloads", default="lstm_cell,chain8,bias_gelu,transposed_add,broadcast_add"
+    )
+    ap.add_argument(
+        "--threads", type=int, default=0, help="threads for torch and fusec (0: all cores)"
+    )
+    ap.add_argument("--cpu-time", action="store_true", help="time with process CPU time")
     opts = ap.parse_args()
+    global CLOCK
+    if opts.cpu_time:
+        CLOCK = time.process_time
+    if opts.threads:
+        torch.set_num_threads(opts.threads)
+        os.environ["FUSEC_NUM_THREADS"] = str(opts.threads)
     torch.manual_seed(0)
+    iree = None if opts.no_iree else iree_backend()
     print(
-        f"torch {torch.__version__}, {torch.get_num_threads()} threads, fusec {fusec.__version__}"
+        f"torch {torch.__version__}, {torch.get_num_threads()} threads, fusec {fusec.__version__}, "
+        f"IREE: {'turbine_cpu' if iree else 'not installed (skipped)'}"
     )
     bw = copy_bandwidth()
     print(f"copy bandwidth (2^24 f32, read+write): {bw:.1f} GB/s\n")
-    header = f"{'workload':14} {'elems':>6} | {'eager us':>10} {'GB/s':>6} | {'inductor us':>11} {'GB/s':>6} | {'fusec us':>10} {'GB/s':>6} {'k/call':>6}"
+    header = (
+        f"{'workload':14} {'elems':>6} | {'eager us':>10} | {'inductor us':>11} | "
+        f"{'iree us':>10} | {'fusec us':>10} {'GB/s':>6} {'k/call':>6} | {'f/e':>5} {'f/i':>5}"
+    )
     print(header)
     print("-" * len(header))
     for name in opts.workloads.split(","):
         for log2 in (int(s) for s in opts.sizes.split(",")):
             fn, args, nbytes = workload(name, log2)
             eager = bench(fn, args)
-            if opts.no_inductor:
-                ind = float("nan")
-            else:
+            ind = iree_t = float("nan")
+            if not opts.no_inductor:
                 torch._dynamo.reset()
                 ind = bench(torch.compile(fn, dynamic=False), args)
+            if iree:
+                torch._dynamo.reset()
+                try:
+                    g = torch.compile(fn, backend=iree, dynamic=False)
+                    _check(fn, g, args)
+                    iree_t = bench(g, args)
+                except Exception as e:  # noqa: BLE001 - a peer's failure is reported, not fatal
+                    print(f"  (IREE failed on {name}: {type(e).__name__})")
             f = fusec.compile(fn)
-            want, got = fn(*args), f(*args)
-            for w, g in zip(
-                want if isinstance(want, tuple) else (want,),
-                got if isinstance(got, tuple) else (got,),
-                strict=True,
-            ):
-                torch.testing.assert_close(g, w)
+            _check(fn, f, args)
             fu = bench(f, args)
-            cells = [
-                f"{t * 1e6:10.1f} {nbytes / t / 1e9:6.2f}" if t == t else f"{'-':>10} {'-':>6}"
-                for t in (eager, ind, fu)
-            ]
+
+            def us(t: float, width: int = 10) -> str:
+                return f"{t * 1e6:{width}.1f}" if t == t else f"{'-':>{width}}"
+
             print(
-                f"{name:14} {'2^' + str(log2):>6} | {cells[0]} | {cells[1]:>18} | {cells[2]} "
-                f"{f.launches_per_call:6d}"
+                f"{name:14} {'2^' + str(log2):>6} | {us(eager)} | {us(ind, 11)} | {us(iree_t)} | "
+                f"{us(fu)} {nbytes / fu / 1e9:6.2f} {f.launches_per_call:6d} | "
+                f"{fu / eager:5.2f} {fu / ind if ind == ind else float('nan'):5.2f}"
             )
     print()
-    cold, warm = compile_times()
+    cold, warm, preloaded = compile_times()
     print(
-        f"fusec compile, LSTM tail: cold {cold['seconds'] * 1e3:.0f} ms "
+        f"fusec first call, LSTM tail (fresh process): cold {cold['seconds'] * 1e3:.0f} ms "
         f"(kernels_compiled={cold['kernels_compiled']}), warm {warm['seconds'] * 1e3:.0f} ms "
-        f"(disk_hits={warm['disk_hits']}, kernels_compiled={warm['kernels_compiled']})"
+        f"(disk_hits={warm['disk_hits']}, kernels_compiled={warm['kernels_compiled']}), "
+        f"warm with the code generator imported first {preloaded['seconds'] * 1e3:.0f} ms"
     )
-    d = dispatch_overhead()
+    lo = lstm_loop_overhead()
     print(
-        f"fusec per-call at 2^6 (8-op chain, {d['launches']} kernel): call {d['call'] * 1e6:.1f} us, "
-        f"bare kernel {d['kernel'] * 1e6:.1f} us, dispatch overhead {d['overhead'] * 1e6:.1f} us "
-        f"(eager 8 ops: {d['eager'] * 1e6:.1f} us)"
+        f"fusec 50-step LSTM loop (batch 64, hidden 256, {lo['launches']} kernel/step): "
+        f"{lo['loop'] * 1e3:.2f} ms, of which steps' work (matmuls + bare kernels) "
+        f"{lo['work'] * 1e3:.2f} ms: host overhead {100 * (lo['loop'] / lo['work'] - 1):.1f}% "
+        f"(eager {lo['eager'] * 1e3:.2f} ms)"
     )
+    for name in ("lstm_cell", "chain8"):
+        d = dispatch_overhead(name)
+        print(
+            f"fusec per-call at 2^6 ({name}, {d['launches']} kernel): call {d['call'] * 1e6:.1f} us, "
+            f"bare kernel {d['kernel'] * 1e6:.1f} us, host overhead {d['overhead'] * 1e6:.1f} us "
+            f"(eager: {d['eager'] * 1e6:.1f} us)"
+        )
 
 
 if __name__ == "__main__":

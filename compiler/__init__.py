@@ -67,6 +67,11 @@ def compile(graph: Any, example_inputs: Any = None, **options: Any) -> Any:
         that could have fused did not (argument limit, a write that may alias, a
         group without a kernel) or the graph would run eagerly, or past
         `max_specializations` (where guards may fail and ops run unfused).
+    program_cache: bool = True
+        Reuse the whole compiled program (IR after the pipeline) from the on-disk
+        warm-start cache when a previous process compiled this graph for the same
+        inputs; off under `strict` and in `fusec.explain`. `FUSEC_PROGRAM_CACHE=0`
+        turns it off everywhere.
 
     The result is a `CompiledFunction`: `launches_per_call` (kernels the last call
     launched), `ir()` (the IR after the pipeline), `explain()` (a `fusec.explain`

@@ -31,7 +31,9 @@ seeded runs equal eager ones.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
+import operator
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -72,6 +74,11 @@ class CompileOptions:
     have fused did not (argument limit, a write that may alias, a group without a
     kernel) or the graph would run eagerly or, past `max_specializations`, on a
     guarded program whose guards may fail; barriers do not count."""
+    program_cache: bool = True
+    """Reuse the whole compiled program from the on-disk warm-start cache
+    (`fusec.runtime.program_cache`; `FUSEC_PROGRAM_CACHE=0` turns it off for all).
+    Off under `strict` and in `fusec.explain`, which need the `fuse` pass's own
+    reasons, and a cached program skips that pass."""
 
 
 class FusionError(RuntimeError):
@@ -121,7 +128,7 @@ def _arg_spec(a: Any, grad: bool, exact: bool) -> Any:
         return (
             a.dtype,
             a.device,
-            tuple(shape) if exact else tuple(s == 1 for s in shape),
+            tuple(shape) if exact else tuple([s == 1 for s in shape]),
             a.is_contiguous(),
             grad and a.requires_grad,
         )
@@ -179,6 +186,28 @@ class Specialization:
         reason = f" ({self.reason})" if self.program is None and self.reason else ""
         return f"({self.inputs}) -> {what}{reason}: {self.why}"
 
+    @functools.cached_property
+    def args_are_inputs(self) -> int:
+        """How many arguments a call must have for them to be the program's inputs
+        as they come (no parameters or buffers, none skipped), or -1: with that
+        many, the getters can be skipped."""
+        sources = [] if self.imported is None else self.imported.inputs
+        direct = len(sources) == len(self.getters) and all(
+            kind == "arg" and where == i for i, (kind, where) in enumerate(sources)
+        )
+        return len(sources) if direct else -1
+
+    @functools.cached_property
+    def fill(self) -> Callable[[Sequence[Any]], Any]:
+        """`_fill(self.outputs, results)`, with the common templates (one result,
+        a tuple of results) as one `itemgetter` call."""
+        t = self.outputs
+        if isinstance(t, Ret):
+            return operator.itemgetter(t.index)
+        if type(t) is tuple and len(t) > 1 and all(isinstance(x, Ret) for x in t):
+            return operator.itemgetter(*(x.index for x in t))
+        return lambda results: _fill(t, results)
+
 
 class CompiledFunction:
     """The callable `fusec.compile` returns."""
@@ -235,7 +264,7 @@ class CompiledFunction:
                     self.specializations[key] = spec
             return result
         self.launches_per_call = program.launches
-        inputs = [g(args) for g in spec.getters]
+        inputs = args if spec.args_are_inputs == len(args) else [g(args) for g in spec.getters]
         try:
             if self.options.cuda_graphs:
                 return _fill(spec.outputs, self._graph_runner(spec)(args, inputs))
@@ -243,7 +272,7 @@ class CompiledFunction:
         except Exception as e:  # noqa: BLE001 - eager decides what the right error is
             return self._after_failure(args, e)
         self.launches_per_call = program.last_launches  # less the groups whose guard failed
-        return _fill(spec.outputs, results)
+        return spec.fill(results)
 
     # ------------------------------------------------------------------ arguments
 
@@ -484,8 +513,15 @@ class CompiledFunction:
         module = imported.module
         from fusec.passes.fusion_remarks import collect_remarks
 
+        pipeline = self.options.pipeline or _compile_pipeline(args)
+        warm = self.options.program_cache and not self.options.strict
         with collect_remarks() as remarks:
-            run_pipeline(module, self.options.pipeline or _compile_pipeline(args))
+            cached = _cached_program(self.gm, args, pipeline, name, imported) if warm else None
+            if cached is not None:
+                module = imported.module = cached
+            else:
+                run_pipeline(module, pipeline)
+                _store_program(self.gm, args, pipeline, name, module)
         # CPU kernels for all-CPU inputs, GPU kernels for inputs on one CUDA device;
         # mixed devices run their groups through PyTorch.
         records: dict[Any, Any] = {}
@@ -689,6 +725,39 @@ def _show(x: Any) -> str:
     if isinstance(x, type):
         return x.__name__
     return str(x).removeprefix("torch.")
+
+
+def _cached_program(
+    gm: torch.fx.GraphModule, args: Sequence[Any], pipeline: str, name: str, imported: Any
+) -> ModuleOp | None:
+    """The module after `pipeline` from the warm-start cache (a previous process
+    compiled this graph for these exact inputs), with `imported.func` pointed at
+    its function; None on a miss."""
+    from fusec.runtime import program_cache
+    from xdsl.dialects import func
+
+    key = program_cache.program_key(gm, args, pipeline, name) if program_cache.enabled() else None
+    module = None if key is None else program_cache.load_program(key, _context())
+    if module is None:
+        return None
+    sym = imported.func.sym_name.data
+    for op in module.ops:
+        if isinstance(op, func.FuncOp) and op.sym_name.data == sym:
+            if len(op.args) != len(imported.func.args):
+                return None
+            imported.func = op
+            return module
+    return None
+
+
+def _store_program(
+    gm: torch.fx.GraphModule, args: Sequence[Any], pipeline: str, name: str, module: ModuleOp
+) -> None:
+    from fusec.runtime import program_cache
+
+    key = program_cache.program_key(gm, args, pipeline, name) if program_cache.enabled() else None
+    if key is not None:
+        program_cache.store_program(key, module)
 
 
 def _compile_pipeline(args: Sequence[Any]) -> str:

@@ -405,6 +405,7 @@ def explain(
         isinstance(f, CompiledFunction) for f in fn_or_module
     ):
         return Report([graph_report(f) for f in fn_or_module])
+    options.setdefault("program_cache", False)  # the fuse pass must run for its reasons
     if backend == "fusec":
         compiled = fusec_compile(fn_or_module, **options)
         compiled(*example_inputs)

@@ -3,7 +3,8 @@ paragraph of its module docstring and its options (the pass dataclass's fields).
 
     fuse
         `fuse`: pointwise producers fuse into their consumers' `fusion.group`s.
-        options: arg-limit=128 horizontal=false singleton-groups=false
+        options: arg-limit=128 max-group-ops=512 horizontal=false
+            singleton-groups=false
 
 Only `--help` builds it, since it imports every pass module.
 """
@@ -58,7 +59,11 @@ def passes_help() -> str:
         options = _options(cls)
         if options:
             lines += textwrap.wrap(
-                f"options: {options}", 76, initial_indent="      ", subsequent_indent="        "
+                f"options: {options}",
+                76,
+                initial_indent="      ",
+                subsequent_indent="        ",
+                break_on_hyphens=False,
             )
     lines += [
         "",

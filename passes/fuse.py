@@ -7,7 +7,8 @@ producer whose results are also used outside joins only if those uses come after
 the group (so the graph stays acyclic), and they then read extra group outputs;
 a producing group merges into its consuming group; the walk repeats until nothing
 changes. Constants are cloned into groups, `aten.chunk` joins when the group holds
-all its uses, and a group never exceeds `arg-limit` inputs + outputs.
+all its uses, and a group never exceeds `arg-limit` inputs + outputs nor
+`max-group-ops` ops.
 
     func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
       %0 = aten.exp %x : tensor<4xf32> -> tensor<4xf32>
@@ -58,6 +59,10 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.transforms.common_subexpression_elimination import cse
 from xdsl.transforms.dead_code_elimination import region_dce
+
+DEFAULT_MAX_GROUP_OPS = 512
+"""The default cap on a group's ops: far above any real fused tail, low enough
+that a 10,000-op chain compiles in seconds, not hours."""
 
 
 def _is_producer_for(consumer: Operation, producer: Operation) -> bool:
@@ -125,6 +130,17 @@ def try_fuse(
                 f"arguments (arg-limit={state.arg_limit})",
             )
         return False
+    size = _ops(consumer, state) + _ops(producer, state) if state.max_group_ops else 0
+    if size > state.max_group_ops:
+        if rejections is not None:
+            rejections.refused(
+                consumer,
+                producer,
+                "group-size",
+                f"fusing {_what(producer, state)} into {_what(consumer, state)} makes a group of "
+                f"{size} ops (max-group-ops={state.max_group_ops})",
+            )
+        return False
     group = consumer if isinstance(consumer, GroupOp) else wrap_in_group(consumer, rewriter, state)
     if isinstance(producer, GroupOp):
         merge_groups(group, producer, rewriter, state)
@@ -139,6 +155,10 @@ def _what(op: Operation, state: FusionState) -> str:
         first = op.body.block.first_op
         return f"a group of {state.size(op) - 1} op(s) from {getattr(first, 'name', '?')}"
     return op.name
+
+
+def _ops(op: Operation, state: FusionState) -> int:
+    return state.size(op) - 1 if isinstance(op, GroupOp) else 1  # less its yield
 
 
 @dataclass
@@ -230,13 +250,18 @@ class WrapSingleOpInGroup(RewritePattern):
 class FusePass(ModulePass):
     """Form `fusion.group`s of pointwise work (see the module docstring).
 
-    fusec-opt -p 'fuse{arg-limit=128 horizontal=false singleton-groups=false}'
+    fusec-opt -p 'fuse{arg-limit=128 max-group-ops=512 horizontal=false singleton-groups=false}'
     """
 
     name = "fuse"
 
     arg_limit: int = field(default=DEFAULT_ARG_LIMIT)
     """Most inputs + outputs a group (one kernel) may take."""
+
+    max_group_ops: int = field(default=DEFAULT_MAX_GROUP_OPS)
+    """Most ops one group may hold (0: no cap). Compiling a kernel grows faster
+    than linearly in its size (lowering, LLVM's O3), so long chains are cut into
+    kernels of at most this many ops; identical pieces share one kernel."""
 
     horizontal: bool = field(default=False)
     """Also fuse siblings that read the same tensor."""
@@ -248,7 +273,7 @@ class FusePass(ModulePass):
         check_arg_limit(self.name, self.arg_limit)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        state = FusionState(arg_limit=self.arg_limit)
+        state = FusionState(arg_limit=self.arg_limit, max_group_ops=self.max_group_ops)
         # Why ops stay unfused is noted only when someone collects it (fusion_remarks).
         rejections = RejectionLog() if collecting() else None
         patterns: list[RewritePattern] = []

@@ -48,6 +48,7 @@ from xdsl.ir import Operation
 KINDS: dict[str, str] = {
     "barrier": "an op the fuser never fuses",
     "arg-limit": "fusing would pass the kernel argument limit",
+    "group-size": "fusing would pass the group size cap (`fuse{max-group-ops=N}`)",
     "alias-write": "fusing would move a read past a write that may alias it",
     "cycle": "another user of the value comes before the consumer (fusing would make a cycle)",
     "cat-exit": "it reads a cat that is an exit of the consumer's group",
@@ -56,11 +57,11 @@ KINDS: dict[str, str] = {
     "fallback": "the group's kernel could not be built; it runs through PyTorch",
     "guard-failed": "the group's guard failed on these inputs; its ops ran unfused",
 }
-"""Remark kinds and what they mean: `fuse` makes the first six, the importer
+"""Remark kinds and what they mean: `fuse` makes the first seven, the importer
 `unsupported-dtype` (on `aten.opaque`), the runtime the last two. A graph that runs
 eagerly as a whole has no ops to remark on: its report says why instead."""
 
-FIXABLE = frozenset({"arg-limit", "alias-write", "fallback", "guard-failed"})
+FIXABLE = frozenset({"arg-limit", "group-size", "alias-write", "fallback", "guard-failed"})
 """Kinds where an op that could have fused did not (a limit, a conservative alias
 check, a kernel that failed to build, a guard), as opposed to
 the graph's own structure (barriers, cycles, no partner): what
@@ -144,7 +145,7 @@ def barrier_kind(op: Operation) -> str | None:
     return None
 
 
-_RANK = {"arg-limit": 0, "alias-write": 1, "cycle": 2, "cat-exit": 3}
+_RANK = {"arg-limit": 0, "group-size": 0, "alias-write": 1, "cycle": 2, "cat-exit": 3}
 
 
 class RejectionLog:

@@ -82,6 +82,8 @@ class FusionState:
     """Positions and user heaps, kept valid incrementally under the fuse rewrites."""
 
     arg_limit: int = DEFAULT_ARG_LIMIT
+    max_group_ops: int = 0
+    """Most ops a group's body may hold (0: no cap)."""
     _pos: dict[Operation, int] = field(default_factory=dict[Operation, int])
     _numbered: set[Block] = field(default_factory=set[Block])
     _users: dict[SSAValue, list[tuple[int, int, Operation]]] = field(

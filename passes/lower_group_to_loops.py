@@ -29,7 +29,7 @@ index (64-bit), the thread id read from NVVM special registers.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from fusec.dialects import aten
@@ -584,55 +584,65 @@ def build_loop_kernel(
     e = _Emitter()
     c0 = e.const(0, INDEX)
     c1 = e.const(1, INDEX)
+    # An operand dim that is statically 1 reads its one element at every index of
+    # that dim: a constant 0 stride lets LLVM hoist the load and keep the loop
+    # vectorized, where a runtime stride of 0 defeats its stride-1 versioning.
+    for v, k in plan.operand_of.items():
+        shape = v.type.get_shape()  # type: ignore[attr-defined]
+        lead = lrank - len(shape)
+        strides = mems[k][1]
+        for d in range(lrank):
+            if d < lead or shape[d - lead] == 1:
+                strides[d] = c0
+
+    def emit_body(b: _Emitter, offsets: Sequence[SSAValue]) -> None:
+        """The group's body at one index: loads, pointwise ops, stores."""
+        vals: dict[SSAValue, SSAValue] = {}
+        for v, k in plan.operand_of.items():
+            ref = mems[k][0]
+            loaded = b.add(memref.LoadOp.get(ref, [offsets[k]]))
+            et = v.type.get_element_type()  # type: ignore[attr-defined]
+            vals[v] = b.add(arith.ExtFOp(loaded, F32)) if et in (F16, BF16) else loaded
+        for v, k in plan.scalar_of.items():
+            vals[v] = scalar_args[k]
+        for op in body.ops:
+            if isinstance(op, _VIEW_OPS):
+                continue
+            if op is body.last_op:
+                break
+            if op in exit_cats:  # written part by part below
+                continue
+            if isinstance(op, aten.CatOp):
+                raise DiagnosticException(_CAT_NOT_EXIT)
+            if isinstance(op, arith.ConstantOp) and not isinstance(op.result.type, TensorType):
+                # A Python-scalar literal the fuser cloned into the group: same value and
+                # type as a scalar kernel argument would have.
+                vals[op.result] = b.add(arith.ConstantOp(op.value, op.result.type))
+                continue
+            if not op.has_trait(aten.Pointwise):
+                raise DiagnosticException(f"lower-group-to-loops: {op.name} is not pointwise")
+            et = op.results[0].type.get_element_type()  # type: ignore[attr-defined]
+            _check_dtype(et)
+            vals[op.results[0]] = emit_pointwise(b, op, [vals[o] for o in op.operands])
+        for k, (v, t) in enumerate(zip(out_values, outs, strict=True)):
+            et = t.get_element_type()  # type: ignore[attr-defined]
+            val = b.cast(vals[v], compute_type(et))
+            if et in (F16, BF16):
+                val = b.add(arith.TruncFOp(val, et))
+            j = len(plan.operands) + k
+            b.add(memref.StoreOp.get(val, mems[j][0], [offsets[j]]))
+
     if gpu:
         ivs, levels = _gpu_loop(e, a[0], sizes)
         offsets = [_linear_offset(levels[-1][1], ivs, strides) for _, strides in mems]
+        b = _Emitter(levels[-1][1])
+        emit_body(b, offsets)
+        b.add(scf.YieldOp())
+        for loop, ops in levels:
+            loop.body.block.add_ops(ops)
+        e.ops.append(levels[0][0])
     else:
-        ivs, levels, offsets = _cpu_loops(e, a[0], a[1], sizes, mems, c0, c1)
-
-    # The body at one index.
-    b = _Emitter(levels[-1][1])
-    vals: dict[SSAValue, SSAValue] = {}
-    for v, k in plan.operand_of.items():
-        ref = mems[k][0]
-        loaded = b.add(memref.LoadOp.get(ref, [offsets[k]]))
-        et = v.type.get_element_type()  # type: ignore[attr-defined]
-        vals[v] = b.add(arith.ExtFOp(loaded, F32)) if et in (F16, BF16) else loaded
-    for v, k in plan.scalar_of.items():
-        vals[v] = scalar_args[k]
-    for op in body.ops:
-        if isinstance(op, _VIEW_OPS):
-            continue
-        if op is body.last_op:
-            break
-        if op in exit_cats:  # written part by part below
-            continue
-        if isinstance(op, aten.CatOp):
-            raise DiagnosticException(_CAT_NOT_EXIT)
-        if isinstance(op, arith.ConstantOp) and not isinstance(op.result.type, TensorType):
-            # A Python-scalar literal the fuser cloned into the group: same value and
-            # type as a scalar kernel argument would have.
-            vals[op.result] = b.add(arith.ConstantOp(op.value, op.result.type))
-            continue
-        if not op.has_trait(aten.Pointwise):
-            raise DiagnosticException(f"lower-group-to-loops: {op.name} is not pointwise")
-        et = op.results[0].type.get_element_type()  # type: ignore[attr-defined]
-        _check_dtype(et)
-        vals[op.results[0]] = emit_pointwise(b, op, [vals[o] for o in op.operands])
-    term = body.last_op
-    assert term is not None
-    for k, (v, t) in enumerate(zip(out_values, outs, strict=True)):
-        et = t.get_element_type()  # type: ignore[attr-defined]
-        val = b.cast(vals[v], compute_type(et))
-        if et in (F16, BF16):
-            val = b.add(arith.TruncFOp(val, et))
-        j = len(plan.operands) + k
-        b.add(memref.StoreOp.get(val, mems[j][0], [offsets[j]]))
-    b.add(scf.YieldOp())
-    for loop, ops in levels:
-        loop.body.block.add_ops(ops)
-
-    e.ops.append(levels[0][0])
+        e.ops.extend(_cpu_loops(a[0], a[1], sizes, mems, c0, c1, emit_body))
     e.add(func.ReturnOp())
     entry.add_ops(e.ops)
     fn = func.FuncOp(name, (arg_types, []), Region(entry))
@@ -660,33 +670,46 @@ Levels = list[tuple[scf.ForOp, list[Operation]]]
 
 
 def _cpu_loops(
-    e: _Emitter,
     begin: SSAValue,
     end: SSAValue,
     sizes: Sequence[SSAValue],
     mems: Sequence[tuple[SSAValue, Sequence[SSAValue]]],
     c0: SSAValue,
     c1: SSAValue,
-) -> tuple[list[SSAValue], Levels, list[SSAValue]]:
+    emit_body: Callable[[_Emitter, Sequence[SSAValue]], None],
+) -> list[Operation]:
     """A nest over [begin, end) x sizes[1:]; each tensor's offset is accumulated
-    per depth so the innermost loop does one multiply-add per tensor."""
-    ivs: list[SSAValue] = []
+    per depth so the innermost loop does one multiply-add per tensor, and none
+    on dims where its stride is the constant 0 (the load is hoisted there).
+
+    (The innermost loop is not versioned for unit strides here: LLVM's loop
+    vectorizer versions symbolic strides itself, and a second copy of the body
+    doubled compile time for a gain lost in the noise.)"""
     offsets: list[SSAValue] = [c0 for _ in mems]
-    levels: Levels = []
+    loops: list[tuple[scf.ForOp, list[Operation]]] = []
     for d in range(len(sizes)):
         blk = Block(arg_types=[INDEX])
         iv = blk.args[0]
-        ivs.append(iv)
         loop = scf.ForOp(begin if d == 0 else c0, end if d == 0 else sizes[d], c1, [], blk)
-        if levels:
-            levels[-1][1].extend([loop, scf.YieldOp()])
         le = _Emitter([])
         offsets = [
-            le.add(arith.AddiOp(off, le.add(arith.MuliOp(iv, strides[d]))))
+            off
+            if _is_zero(strides[d], c0)
+            else le.add(arith.AddiOp(off, le.add(arith.MuliOp(iv, strides[d]))))
             for off, (_, strides) in zip(offsets, mems, strict=True)
         ]
-        levels.append((loop, le.ops))
-    return ivs, levels, offsets
+        loops.append((loop, le.ops))
+    emit_body(_Emitter(loops[-1][1]), offsets)
+    for (_, ops), nxt in zip(loops, loops[1:], strict=False):
+        ops.extend([nxt[0], scf.YieldOp()])
+    loops[-1][1].append(scf.YieldOp())
+    for loop, ops in loops:
+        loop.body.block.add_ops(ops)
+    return [loops[0][0]]
+
+
+def _is_zero(v: SSAValue, c0: SSAValue) -> bool:
+    return v is c0
 
 
 def _gpu_loop(

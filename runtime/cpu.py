@@ -1,6 +1,18 @@
 """CPU executor: JIT a `KernelArtifact` once and call it through ctypes over all
-cores (ctypes releases the GIL, so threads run the kernel in parallel over
-[begin, end) ranges of the outermost index)."""
+cores (ctypes releases the GIL, so threads run the kernel in parallel).
+
+The per-call path is a dictionary lookup and a few pointer stores. Everything
+that follows from the inputs' sizes and strides is worked out once per layout
+and kept in a `LaunchPlan`: the views' byte offsets, the index space (adjacent
+dims merged where every tensor allows it, so a contiguous tensor is one long
+vectorized row), the broadcast strides, the output shapes and the work split
+over threads. A call then fills one packed argument array (`int64[]`, the
+kernel's arguments in order) and calls the kernel's `<name>.packed(ptr)` entry,
+which unpacks it: one ctypes argument instead of dozens.
+
+    kernel = load_kernel(artifact)
+    outs = kernel([x, y])     # first call with these sizes/strides makes the plan
+"""
 
 from __future__ import annotations
 
@@ -11,14 +23,19 @@ import os
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
 
 import torch
-from fusec.codegen import KernelArtifact
+from fusec.codegen import KernelArtifact, KernelSignature
 from fusec.llvm_jit import JitModule
 from fusec.runtime.operands import broadcast_strides, prepare
 
-_SCALAR_CTYPES = {"f64": ctypes.c_double, "i64": ctypes.c_int64, "i1": ctypes.c_bool}
 _MIN_PARALLEL_ELEMENTS = 1 << 15
+"""Below this many elements a kernel runs on the calling thread: handing work to
+the pool costs more than it saves."""
+_MAX_PLANS = 64
+"""Layouts remembered per kernel; past that the oldest plan is dropped."""
 
 _pool_lock = threading.Lock()
 _pool: ThreadPoolExecutor | None = None
@@ -39,46 +56,406 @@ def _thread_pool() -> ThreadPoolExecutor:
         return _pool
 
 
+_LLVM_SCALAR = {"f64": "double", "i64": "i64", "i1": "i1"}
+
+
+def packed_entry_ir(name: str, sig: KernelSignature) -> str:
+    """LLVM IR of `<name>.packed(ptr %args)`: loads each argument of `name` from
+    an array of 8-byte slots (pointers, i64, f64 bit patterns, i1 as i64) and
+    calls it.
+
+        define void @"k.packed"(ptr %a) {
+          %p0 = getelementptr i64, ptr %a, i64 0
+          %v0 = load i64, ptr %p0
+          ...
+          call void @"k"(i64 %v0, ..., ptr %v4, ...)
+          ret void
+        }
+    """
+    lrank = sig.loop_rank
+    types = ["i64"] * (2 + lrank)
+    for _ in range(len(sig.operands) + len(sig.outputs)):
+        types += ["ptr"] + ["i64"] * lrank
+    types += [_LLVM_SCALAR[dt] for _, dt in sig.scalars]
+    lines = [f'define void @"{name}.packed"(ptr %a) {{']
+    args = []
+    for k, t in enumerate(types):
+        lines.append(f"  %p{k} = getelementptr i64, ptr %a, i64 {k}")
+        if t == "i1":
+            lines.append(f"  %w{k} = load i64, ptr %p{k}")
+            lines.append(f"  %v{k} = trunc i64 %w{k} to i1")
+        else:
+            lines.append(f"  %v{k} = load {t}, ptr %p{k}")
+        args.append(f"{t} %v{k}")
+    lines.append(f'  call void @"{name}"({", ".join(args)})')
+    lines.append("  ret void")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True)
+class LaunchPlan:
+    """What one layout of a kernel's inputs (sizes and strides) needs per call.
+
+    `allocs` are the tensors a call allocates (shape, dtype); `results` index
+    them in the group's result order. `pointers` are the packed-array slots that
+    get a data pointer: (slot, source, byte offset) where source `i >= 0` is
+    input `i` and `-1 - j` is allocation `j`. `template` holds every other slot.
+    `chunks` is the work split: per thread, (slot, value) patches (bounds of the
+    split dim) and (pointer slot, extra byte offset) patches."""
+
+    allocs: tuple[tuple[tuple[int, ...], torch.dtype], ...]
+    results: tuple[int, ...]
+    pointers: tuple[tuple[int, int, int], ...]
+    template: Any
+    chunks: tuple[tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]], ...]
+    empty: bool
+
+
 class CpuKernel:
     """A JIT-compiled host kernel; call it with the group's inputs."""
 
     def __init__(self, artifact: KernelArtifact):
         self.artifact = artifact
         self.signature = sig = artifact.signature
-        self._jit = JitModule(artifact.code.decode())
+        code = artifact.code.decode()
+        self._jit = JitModule(code + "\n" + packed_entry_ir(artifact.name, sig))
+        proto = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+        self._fn = proto(self._jit.address(artifact.name + ".packed"))
         lrank = sig.loop_rank
-        argtypes: list[type] = [ctypes.c_int64] * (2 + lrank)
-        for _ in range(len(sig.operands) + len(sig.outputs)):
-            argtypes += [ctypes.c_void_p] + [ctypes.c_int64] * lrank
-        argtypes += [_SCALAR_CTYPES[dt] for _, dt in sig.scalars]
-        proto = ctypes.CFUNCTYPE(None, *argtypes)
-        self._fn = proto(self._jit.address(artifact.name))
+        self._n_mems = len(sig.operands) + len(sig.outputs)
+        self._n_slots = 2 + lrank + self._n_mems * (1 + lrank) + len(sig.scalars)
+        self._array = ctypes.c_int64 * self._n_slots
+        self._doubles = ctypes.c_double * self._n_slots
+        first_scalar = 2 + lrank + self._n_mems * (1 + lrank)
+        self._scalar_slots = tuple(
+            (first_scalar + k, i, dt) for k, (i, dt) in enumerate(sig.scalars)
+        )
+        self._has_f64 = any(dt == "f64" for _, dt in sig.scalars)
+        self._keyed = tuple(sorted({s.input for s in sig.operands}))
+        self._plans: dict[tuple[Any, ...], LaunchPlan] = {}
+        self._packed: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+        """The plans as flat tuples, for the generated fast path."""
+        self._generated = False
 
     def __call__(self, inputs: Sequence[torch.Tensor | float | int | bool]) -> list[torch.Tensor]:
+        return self._fast(inputs)
+
+    def _fast(self, inputs: Sequence[Any]) -> list[torch.Tensor]:
+        # Replaced by the generated fast path once the first plan exists.
+        return self._call_planned(inputs)
+
+    def _call_planned(self, inputs: Sequence[Any]) -> list[torch.Tensor]:
+        """A call through its layout's plan, made first if need be (the generated
+        fast path lands here on a layout it has not seen)."""
+        key = []
+        for i in self._keyed:
+            t = inputs[i]
+            key.append(t.shape)  # type: ignore[union-attr]
+            key.append(t.stride())  # type: ignore[union-attr]
+        k = tuple(key)
+        plan = self._plans.get(k)
+        if plan is None:
+            plan = self._plan(inputs, k)
+            if plan is None:
+                return self._call_unplanned(inputs)
+        allocs = [torch.empty(shape, dtype=dtype) for shape, dtype in plan.allocs]
+        results = [allocs[j] for j in plan.results]
+        if plan.empty:
+            return results
+        args = self._array.from_buffer_copy(plan.template)
+        for slot, src, offset in plan.pointers:
+            t = inputs[src] if src >= 0 else allocs[-1 - src]
+            args[slot] = t.data_ptr() + offset  # type: ignore[union-attr]
+        if self._scalar_slots:
+            self._put_scalars(args, inputs)
+        if len(plan.chunks) == 1:
+            self._fn(args)
+        else:
+            self._parallel(args, plan.chunks)
+        return results
+
+    def _parallel(self, args: Any, chunks: Sequence[Any]) -> None:
+        calls = []
+        for bounds, shifts in chunks:
+            a = self._array.from_buffer_copy(args)
+            for slot, value in bounds:
+                a[slot] = value
+            for slot, extra in shifts:
+                a[slot] += extra
+            calls.append(a)
+        pool = _thread_pool()
+        futures = [pool.submit(self._fn, a) for a in calls[1:]]
+        self._fn(calls[0])
+        for f in futures:
+            f.result()
+
+    def _generate_fast(self, plan: LaunchPlan) -> None:
+        """Installs the fast path: the plan lookup, allocations, pointer stores and
+        the call written out for this kernel's operands (the slots, sources and
+        allocation dtypes are the same in every plan of a kernel; sizes, offsets
+        and the template are per plan, in `self._packed`).
+
+            def fast(inputs):
+                t0 = inputs[0]
+                p = get((t0.shape, t0.stride()))
+                if p is None:
+                    return planned(inputs)
+                sh0, o0, o1, template, chunks = p
+                a0 = torch.empty(sh0, dtype=D0)
+                args = copy(template)
+                args[3] = t0.data_ptr() + o0
+                args[5] = a0.data_ptr() + o1
+                fn(args) if chunks is None else parallel(args, chunks)
+                return [a0]
+        """
+        env: dict[str, Any] = {
+            "get": self._packed.get,
+            "planned": self._call_planned,
+            "torch": torch,
+            "copy": self._array.from_buffer_copy,
+            "doubles": self._doubles.from_buffer,
+            "fn": self._fn,
+            "parallel": self._parallel,
+        }
+        lines = ["def fast(inputs):"]
+        for i in self._keyed:
+            lines.append(f"    t{i} = inputs[{i}]")
+        key = "".join(f"t{i}.shape, t{i}.stride(), " for i in self._keyed)
+        lines.append(f"    p = get(({key}))")
+        lines.append("    if p is None:")
+        lines.append("        return planned(inputs)")
+        names = [f"sh{j}" for j in range(len(plan.allocs))]
+        names += [f"o{k}" for k in range(len(plan.pointers))]
+        lines.append(f"    {', '.join(names)}, template, chunks = p")
+        for j, (_, dtype) in enumerate(plan.allocs):
+            env[f"D{j}"] = dtype
+            lines.append(f"    a{j} = torch.empty(sh{j}, dtype=D{j})")
+        lines.append("    args = copy(template)")
+        for k, (slot, src, _) in enumerate(plan.pointers):
+            t = f"t{src}" if src >= 0 else f"a{-1 - src}"
+            lines.append(f"    args[{slot}] = {t}.data_ptr() + o{k}")
+        if self._has_f64:
+            lines.append("    d = doubles(args)")
+        for slot, i, dt in self._scalar_slots:
+            if dt == "f64":
+                lines.append(f"    d[{slot}] = inputs[{i}]")
+            elif dt == "i1":
+                lines.append(f"    args[{slot}] = 1 if inputs[{i}] else 0")
+            else:
+                lines.append(f"    args[{slot}] = int(inputs[{i}])")
+        lines.append("    if chunks is None:")
+        lines.append("        fn(args)")
+        lines.append("    else:")
+        lines.append("        parallel(args, chunks)")
+        lines.append("    return [" + ", ".join(f"a{j}" for j in plan.results) + "]")
+        exec("\n".join(lines), env)  # noqa: S102 - source built from slot numbers only
+        self._fast = env["fast"]
+
+    def _call_unplanned(self, inputs: Sequence[Any]) -> list[torch.Tensor]:
+        """A call whose operands are not all views of the inputs (a `reshape` view
+        step had to copy): everything is worked out for this call alone."""
         sig = self.signature
         operands, space, outs, results = prepare(sig, inputs)
         if math.prod(space) == 0:
             return results
-        loop_space = space if space else (1,)
-        mid: list[object] = list(loop_space)
+        args = self._array()
+        sizes = list(space) if space else [1]
+        args[1] = sizes[0]
+        lrank = sig.loop_rank
+        for d in range(lrank):
+            args[2 + d] = sizes[d]
+        slot = 2 + lrank
         for t in (*operands, *outs):
-            mid.append(t.data_ptr())
-            mid += broadcast_strides(t, space) if space else [0]
-        tail = [inputs[i] for i, _ in sig.scalars]
-        n0 = loop_space[0]
-        chunks = min(num_threads(), n0)
-        if chunks <= 1 or math.prod(loop_space) < _MIN_PARALLEL_ELEMENTS:
-            self._fn(0, n0, *mid, *tail)
-            return results
-        bounds = [n0 * k // chunks for k in range(chunks + 1)]
-        futures = [
-            _thread_pool().submit(self._fn, bounds[k], bounds[k + 1], *mid, *tail)
-            for k in range(1, chunks)
-        ]
-        self._fn(bounds[0], bounds[1], *mid, *tail)
-        for f in futures:
-            f.result()
+            args[slot] = t.data_ptr()
+            for d, st in enumerate(
+                _normalized(broadcast_strides(t, space) if space else [0], sizes)
+            ):
+                args[slot + 1 + d] = st
+            slot += 1 + lrank
+        self._put_scalars(args, inputs)
+        self._fn(args)
         return results
+
+    def _put_scalars(self, args: Any, inputs: Sequence[Any]) -> None:
+        doubles = self._doubles.from_buffer(args) if self._has_f64 else None
+        for slot, i, dt in self._scalar_slots:
+            v = inputs[i]
+            if dt == "f64":
+                assert doubles is not None
+                doubles[slot] = float(v)
+            elif dt == "i1":
+                args[slot] = 1 if v else 0
+            else:
+                args[slot] = int(v)
+
+    # ------------------------------------------------------------------ plans
+
+    def _plan(self, inputs: Sequence[Any], key: tuple[Any, ...]) -> LaunchPlan | None:
+        """Works out a `LaunchPlan` from one call's inputs (through `prepare`, the
+        executors' shared reference for views, shapes and exits); None when an
+        operand is a copy rather than a view of its input."""
+        sig = self.signature
+        operands, space, outs, results = prepare(sig, inputs)
+        for spec, t in zip(sig.operands, operands, strict=True):
+            src = inputs[spec.input]
+            if t.untyped_storage().data_ptr() != src.untyped_storage().data_ptr():
+                return None
+        allocs: list[torch.Tensor] = []
+        for t in (*outs, *results):
+            base = t if t._base is None else t._base
+            if not any(base is a for a in allocs):
+                allocs.append(base)
+        alloc_of = {id(a): j for j, a in enumerate(allocs)}
+        result_index = tuple(alloc_of[id(r)] for r in results)
+        alloc_specs = tuple((tuple(a.shape), a.dtype) for a in allocs)
+        empty = math.prod(space) == 0
+        plan_template = self._array()
+        if empty:
+            plan = LaunchPlan(alloc_specs, result_index, (), plan_template, (), True)
+            self._remember(key, plan)
+            return plan
+        lrank = sig.loop_rank
+        sizes = list(space) if space else [1]
+        tensors = [*operands, *outs]
+        strides = [
+            _normalized(broadcast_strides(t, space) if space else [0], sizes) for t in tensors
+        ]
+        fixed = [_size_one_dims(t, lrank) for t in operands]
+        sizes, strides = _memory_order(sizes, strides, fixed)
+        _coalesce(sizes, strides)
+        sources: list[tuple[int, int]] = []
+        for k, t in enumerate(tensors):
+            if k < len(operands):
+                src = inputs[sig.operands[k].input]
+                sources.append((sig.operands[k].input, t.data_ptr() - src.data_ptr()))
+            else:
+                base = t if t._base is None else t._base
+                sources.append((-1 - alloc_of[id(base)], t.data_ptr() - base.data_ptr()))
+        plan_template[0] = 0
+        plan_template[1] = sizes[0]
+        for d in range(lrank):
+            plan_template[2 + d] = sizes[d]
+        pointers = []
+        slot = 2 + lrank
+        item = [t.element_size() for t in tensors]
+        for k in range(len(tensors)):
+            pointers.append((slot, *sources[k]))
+            for d in range(lrank):
+                plan_template[slot + 1 + d] = strides[k][d]
+            slot += 1 + lrank
+        chunks = _split(sizes, strides, item, [p[0] for p in pointers])
+        plan = LaunchPlan(alloc_specs, result_index, tuple(pointers), plan_template, chunks, False)
+        self._remember(key, plan)
+        return plan
+
+    def _remember(self, key: tuple[Any, ...], plan: LaunchPlan) -> None:
+        if len(self._plans) >= _MAX_PLANS:
+            old = next(iter(self._plans))
+            self._plans.pop(old)
+            self._packed.pop(old, None)
+        self._plans[key] = plan
+        if plan.empty:
+            return  # zero-size layouts take the planned path
+        self._packed[key] = (
+            *(shape for shape, _ in plan.allocs),
+            *(offset for _, _, offset in plan.pointers),
+            plan.template,
+            None if len(plan.chunks) == 1 else plan.chunks,
+        )
+        if not self._generated:
+            self._generated = True
+            self._generate_fast(plan)
+
+
+def _normalized(strides: Sequence[int], sizes: Sequence[int]) -> list[int]:
+    """Strides with 0 on size-1 dims: the index there is always 0, and a 0 is
+    what the kernel assumes on dims it knows to be 1 (so merging stays right)."""
+    return [0 if n == 1 else s for s, n in zip(strides, sizes, strict=True)]
+
+
+def _size_one_dims(t: torch.Tensor, rank: int) -> set[int]:
+    """Dims of the index space where operand `t` is 1 (or absent): the kernel may
+    hold a constant 0 stride there (its type says 1)."""
+    lead = rank - t.dim()
+    return set(range(lead)) | {lead + d for d, n in enumerate(t.shape) if n == 1}
+
+
+def _memory_order(
+    sizes: list[int], strides: list[list[int]], fixed: Sequence[set[int]]
+) -> tuple[list[int], list[list[int]]]:
+    """The loop order: the dim along which most tensors are contiguous (stride 1)
+    becomes the innermost one, so a transposed input is read along its memory
+    rather than across it; the other dims keep their order.
+
+        a.t() + b.t() -> out:  a, b strides (1, n), out (n, 1)  ->  loop dim 0 innermost
+
+    Dims are only moved where the kernel's constant 0 strides stay right: an
+    operand's size-1 dim (`fixed`) must receive a dim it has stride 0 along."""
+    rank = len(sizes)
+    if rank < 2:
+        return sizes, strides
+    unit = [sum(1 for s in strides if s[d] == 1) for d in range(rank)]
+    best = max(range(rank), key=lambda d: (unit[d], d))
+    if best == rank - 1 or unit[best] <= unit[rank - 1] or sizes[best] == 1:
+        return sizes, strides
+    order = [d for d in range(rank) if d != best] + [best]
+    for s, dims in zip(strides, fixed, strict=False):
+        if any(s[order[j]] != 0 for j in dims):
+            return sizes, strides
+    return [sizes[d] for d in order], [[s[d] for d in order] for s in strides]
+
+
+def _coalesce(sizes: list[int], strides: list[list[int]]) -> None:
+    """Merges each dim into the next inner one where every tensor allows it
+    (stride[outer] == stride[inner] * size[inner]), in place: the merged dim
+    takes the inner position and the outer one becomes size 1. Size-1 dims are
+    skipped. The kernel's static zero strides stay right: a tensor with a 0 at
+    the inner position has 0 at the outer one too, or the dims do not merge."""
+    inner = len(sizes) - 1
+    for d in range(len(sizes) - 2, -1, -1):
+        if sizes[d] == 1:
+            continue
+        if sizes[inner] == 1 or any(s[d] != s[inner] * sizes[inner] for s in strides):
+            inner = d
+            continue
+        sizes[inner] *= sizes[d]
+        sizes[d] = 1
+        for s in strides:
+            s[d] = 0
+
+
+def _split(
+    sizes: Sequence[int],
+    strides: Sequence[Sequence[int]],
+    item: Sequence[int],
+    ptr_slots: list[int],
+) -> tuple[tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]], ...]:
+    """The work split over threads: along the outermost dim bigger than 1 (all
+    dims before it are 1, so that dim's range is the whole work). Dim 0 splits
+    through the kernel's [begin, end) arguments, a deeper dim by narrowing its
+    size and moving every tensor's base pointer."""
+    total = math.prod(sizes)
+    d = next((d for d, n in enumerate(sizes) if n > 1), 0)
+    n = sizes[d]
+    chunks = min(num_threads(), n)
+    if chunks <= 1 or total < _MIN_PARALLEL_ELEMENTS:
+        return (((), ()),)
+    bounds = [n * k // chunks for k in range(chunks + 1)]
+    out = []
+    for k in range(chunks):
+        lo, hi = bounds[k], bounds[k + 1]
+        if d == 0:
+            out.append((((0, lo), (1, hi)), ()))
+        else:
+            size_slot = (2 + d, hi - lo)
+            shifts = tuple(
+                (slot, lo * s[d] * it)
+                for slot, s, it in zip(ptr_slots, strides, item, strict=True)
+                if s[d]
+            )
+            out.append(((size_slot,), shifts))
+    return tuple(out)
 
 
 _loaded: dict[KernelArtifact, CpuKernel] = {}

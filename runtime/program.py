@@ -97,25 +97,13 @@ class HostProgram:
     by default its ops, `group[sigmoid,mul]`."""
 
     def __post_init__(self) -> None:
-        template: list[Any] = [None] * self.n_slots
-        for slot, value in self.consts.items():
-            template[slot] = value
-        self._template = template
-        self._steps = tuple((s.fn, s.ins, s.outs, s.free) for s in self.steps)
+        self._run = _generate_run(self)
 
     def __call__(self, args: Sequence[Any]) -> list[Any]:
         skipped = self.skipped_launches
-        slots = self._template.copy()
-        for slot, value in zip(self.arg_slots, args, strict=True):
-            slots[slot] = value
-        for fn, ins, outs, free in self._steps:
-            results = fn(*[slots[i] for i in ins])
-            for slot, value in zip(outs, results, strict=True):
-                slots[slot] = value
-            for slot in free:
-                slots[slot] = None
+        results = self._run(args)
         self.last_launches = self.launches - (self.skipped_launches - skipped)
-        return [slots[i] for i in self.out_slots]
+        return results
 
     def all_steps(self) -> list[Step]:
         """Every step, those of `scf.if` branches included (after their if step)."""
@@ -219,7 +207,7 @@ class _Builder:
         if isinstance(op, GroupOp):
             kernel = self.kernels(op)
             if kernel is not None:
-                return (lambda *xs: kernel(xs)), "kernel"
+                return _KernelCall(kernel), "kernel"
             body = self.build(op.body.block, list(op.yield_op.values))
             if body.launches:
                 raise UnsupportedProgram("a group nested in a group")
@@ -239,20 +227,20 @@ class _Builder:
         )
         what = _guarded_name(op)
 
-        def guard(*xs: Any) -> tuple[bool]:
+        def failed(*xs: Any) -> tuple[bool]:
+            assert self.root is not None
+            self.root.guard_failures += 1
             for i, (x, c) in enumerate(zip(xs, checks, strict=True)):
                 if not c.matches(x):
-                    assert self.root is not None
-                    self.root.guard_failures += 1
                     why = f"input #{i} {c.mismatch(x)}"
                     self.root.failed_guards[op] = why
                     if guard_log.isEnabledFor(logging.INFO):
                         name = self.root.guard_names.get(op, what)
                         guard_log.info("guard of %s failed: %s; its ops run unfused", name, why)
-                    return (False,)
-            return (True,)
+                    break
+            return (False,)
 
-        return guard
+        return _generate_guard(checks, failed)
 
     def if_step(
         self, op: scf.IfOp, slot: dict[SSAValue, int]
@@ -269,11 +257,11 @@ class _Builder:
 
         def run_if(cond: bool, *xs: Any) -> list[Any]:
             if cond:
-                return then(xs)
+                return then._run(xs)
             if kernels:
                 assert self.root is not None
                 self.root.skipped_launches += kernels
-            return other(xs)
+            return other._run(xs)
 
         return run_if, (slot[op.cond], *(slot[v] for v in captured)), branches
 
@@ -341,6 +329,103 @@ class _InputCheck:
         if self.contiguous and not x.is_contiguous():
             return f"has strides {x.stride()}, expected contiguous"
         return f"is on {x.device}, expected {self.device}"
+
+
+class _KernelCall:
+    """A kernel as a step function (inputs as arguments); the generated host code
+    calls `kernel` directly with the inputs' tuple."""
+
+    __slots__ = ("kernel",)
+
+    def __init__(self, kernel: Callable[[Sequence[Any]], Sequence[Any]]):
+        self.kernel = kernel
+
+    def __call__(self, *xs: Any) -> Sequence[Any]:
+        return self.kernel(xs)
+
+
+def _generate_run(program: HostProgram) -> Callable[[Sequence[Any]], list[Any]]:
+    """The program as one generated Python function: a local variable per slot,
+    a line per step, no interpretation left per call.
+
+        def run(args):
+            s0, s1 = args
+            s2 = c2
+            (s3,) = f0(s0, s2)          # a torch step
+            (s4,) = k1((s3, s1))        # a kernel step: the kernel gets the tuple
+            del s3
+            return [s4]
+    """
+    env: dict[str, Any] = {}
+    lines = ["def run(args):"]
+    if program.arg_slots:
+        lines.append("    " + "".join(f"s{i}, " for i in program.arg_slots) + "= args")
+    else:
+        lines.append("    () = args")
+    for slot, value in program.consts.items():
+        env[f"c{slot}"] = value
+        lines.append(f"    s{slot} = c{slot}")
+    for j, step in enumerate(program.steps):
+        ins = ", ".join(f"s{i}" for i in step.ins)
+        if isinstance(step.fn, _KernelCall):
+            env[f"k{j}"] = step.fn.kernel
+            call = f"k{j}(({ins}{',' if len(step.ins) == 1 else ''}))"
+        else:
+            env[f"f{j}"] = step.fn
+            call = f"f{j}({ins})"
+        if step.outs:
+            lines.append("    (" + "".join(f"s{i}, " for i in step.outs) + f") = {call}")
+        else:
+            lines.append(f"    {call}")
+        if step.free:
+            lines.append("    del " + ", ".join(f"s{i}" for i in step.free))
+    lines.append("    return [" + ", ".join(f"s{i}" for i in program.out_slots) + "]")
+    exec("\n".join(lines), env)  # noqa: S102 - source built above from slot numbers only
+    return env["run"]
+
+
+def _generate_guard(
+    checks: Sequence[_InputCheck], failed: Callable[..., tuple[bool]]
+) -> Callable[..., tuple[bool]]:
+    """A guard's checks as one generated function of its inputs: nested `if`s
+    over attribute reads, `failed(*inputs)` when one does not hold.
+
+        def guard(x0):
+            if isinstance(x0, Tensor) and x0.dtype == d0 and x0.is_cpu:
+                z = x0.shape
+                if len(z) == 2 and z[0] != 1 and z[1] == 1 and x0.is_contiguous():
+                    return OK
+            return failed(x0)
+    """
+    env: dict[str, Any] = {"Tensor": torch.Tensor, "OK": (True,), "failed": failed}
+    xs = ", ".join(f"x{i}" for i in range(len(checks)))
+    lines = [f"def guard({xs}):"]
+    indent = "    "
+    for i, c in enumerate(checks):
+        x = f"x{i}"
+        env[f"d{i}"] = c.dtype
+        device = _device_test(x, c.device, c.full_device)
+        lines.append(f"{indent}if isinstance({x}, Tensor) and {x}.dtype == d{i} and {device}:")
+        indent += "    "
+        lines.append(f"{indent}z = {x}.shape")
+        conds = [f"len(z) == {c.ndim}"]
+        conds += [f"z[{d}] {'==' if one else '!='} 1" for d, one in enumerate(c.ones)]
+        if c.contiguous:
+            conds.append(f"{x}.is_contiguous()")
+        lines.append(f"{indent}if {' and '.join(conds)}:")
+        indent += "    "
+    lines.append(f"{indent}return OK")
+    lines.append(f"    return failed({xs})")
+    exec("\n".join(lines), env)  # noqa: S102 - source built from the precomputed checks
+    return env["guard"]
+
+
+def _device_test(x: str, device: str, full: bool) -> str:
+    if not full and device in ("cpu", "cuda"):
+        return f"{x}.is_{device}"
+    if full and device.startswith("cuda:") and device[5:].isdigit():
+        return f"{x}.is_cuda and {x}.get_device() == {int(device[5:])}"
+    return f"{'str(' + x + '.device)' if full else x + '.device.type'} == {device!r}"
 
 
 def _captures(*regions: Region) -> list[SSAValue]:

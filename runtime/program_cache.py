@@ -1,0 +1,204 @@
+"""The warm-start caches: whole compiled programs and host machine code, on disk.
+
+A second process that calls a graph it compiled before should not redo any of the
+work: the kernel cache (`fusec.runtime.cache`) spares it code generation, this
+module spares it the rest.
+
+- Programs: the IR of a graph after the whole pipeline, keyed by the graph's fx
+  code, the call's specialization, the pipeline and the compiler's fingerprint.
+  A hit is parsed instead of running the pipeline again.
+- Objects: the machine code MCJIT makes from a kernel's optimized LLVM IR, keyed
+  by the IR and the host target (cpu name, features, LLVM version). A hit is
+  loaded instead of running LLVM's code generator again.
+
+Entries are data, never pickles: the kernel cache's format
+(`fusec.runtime.entries`: a JSON header with kind, key and fingerprint, then the
+payload, IR text or an object file), one file per key, written atomically. A file
+whose header, key, fingerprint, size or checksum is wrong, or that is not a
+regular file, is ignored (a miss) and overwritten by the next store. A cache
+directory owned by someone else or writable by others is not used.
+`FUSEC_PROGRAM_CACHE=0` turns both caches off.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from fusec.runtime import entries
+
+log = logging.getLogger("fusec")
+
+KINDS = ("program", "object")
+
+
+def enabled() -> bool:
+    return os.environ.get("FUSEC_PROGRAM_CACHE", "1") != "0"
+
+
+def cache_dir() -> Path:
+    """Where entries live: `programs/` and `objects/` under the kernel cache's
+    directory (`$FUSEC_CACHE_DIR` or the user cache dir), read at each use so a
+    changed environment variable takes effect."""
+    from fusec.runtime.cache import default_cache_dir
+
+    return default_cache_dir()
+
+
+@cache
+def fingerprint() -> str:
+    """Changes with any source that shapes compiled programs or machine code:
+    every module of the fusec package, and the versions of xdsl, llvmlite, torch."""
+    import importlib.metadata as md
+
+    import fusec
+
+    h = hashlib.sha256()
+    root = Path(fusec.__file__).resolve().parent.parent
+    for folder in ("compiler", "dialects", "passes", "runtime"):
+        for path in sorted((root / folder).glob("*.py")):
+            h.update(path.name.encode())
+            h.update(path.read_bytes())
+    for dist in ("xdsl", "llvmlite", "torch"):
+        try:
+            h.update(f"{dist}={md.version(dist)}".encode())
+        except md.PackageNotFoundError:
+            h.update(dist.encode())
+    return h.hexdigest()
+
+
+def digest(*parts: str | bytes) -> str:
+    """sha256 over the parts, each length-prefixed (no two part lists collide)."""
+    h = hashlib.sha256()
+    for p in parts:
+        b = p.encode() if isinstance(p, str) else p
+        h.update(len(b).to_bytes(8, "little"))
+        h.update(b)
+    return h.hexdigest()
+
+
+def _path(kind: str, key: str) -> Path:
+    assert kind in KINDS
+    return cache_dir() / f"{kind}s" / key[:2] / f"{key}.bin"
+
+
+def encode(kind: str, key: str, payload: bytes, **extra: Any) -> bytes:
+    """The bytes of an entry (`fusec.runtime.entries` format, kind/key/fingerprint
+    in its header)."""
+    header = {"kind": kind, "key": key, "fingerprint": fingerprint(), **extra}
+    return entries.encode_entry(header, payload)
+
+
+def _expect(kind: str, key: str) -> dict[str, str]:
+    return {"kind": kind, "key": key, "fingerprint": fingerprint()}
+
+
+def decode(kind: str, key: str, data: bytes) -> tuple[dict[str, Any], bytes] | None:
+    """(header, payload) of a well-formed entry of `kind` for `key`, else None."""
+    try:
+        return entries.decode_entry(data, _expect(kind, key))
+    except entries.CorruptEntry:
+        return None
+
+
+@cache
+def _refused(directory: str) -> str | None:
+    why = entries.private_directory(Path(directory))
+    if why is not None:
+        log.warning("fusec: not using %s for the warm-start cache: %s", directory, why)
+    return why
+
+
+def load(kind: str, key: str) -> tuple[dict[str, Any], bytes] | None:
+    """The entry of `kind` for `key`, or None (absent, unreadable or malformed)."""
+    if not enabled() or _refused(str(cache_dir())):
+        return None
+    path = _path(kind, key)
+    try:
+        return entries.read_entry(path, _expect(kind, key))
+    except (OSError, entries.CorruptEntry) as e:
+        log.debug("fusec: ignoring %s cache entry %s: %s", kind, path, e)
+        return None
+
+
+def store(kind: str, key: str, payload: bytes, **extra: Any) -> None:
+    """Writes the entry (atomically); failures to write only cost a later rebuild."""
+    if not enabled() or _refused(str(cache_dir())):
+        return
+    path = _path(kind, key)
+    try:
+        entries.write_entry(
+            path, {"kind": kind, "key": key, "fingerprint": fingerprint(), **extra}, payload
+        )
+    except OSError as e:
+        log.debug("fusec: could not write %s cache entry %s: %s", kind, path, e)
+
+
+# ---------------------------------------------------------------------- programs
+
+
+def program_key(gm: Any, args: Any, pipeline: str, name: str) -> str | None:
+    """The key of a graph's compiled program for these exact inputs: the fx code
+    with what each called submodule and function is, every argument's dtype, device, shape, strides and autograd flag (scalars by
+    type and value), the module's parameters and buffers the same way, the
+    pipeline and the compiler's fingerprint. None when an argument is neither a
+    tensor nor a plain scalar (nothing stable to key it by)."""
+    import torch
+
+    def describe(v: Any) -> str | None:
+        if isinstance(v, torch.Tensor):
+            if v.is_sparse or v.layout != torch.strided:
+                return None
+            return f"T{v.dtype}|{v.device}|{tuple(v.shape)}|{v.stride()}|{v.requires_grad}"
+        if type(v) in (bool, int, float):
+            return f"{type(v).__name__}:{v!r}"
+        if v is None:
+            return "None"
+        return None
+
+    parts = [fingerprint(), pipeline, name, gm.code, str(torch.is_grad_enabled())]
+    # The code names submodules and functions, not what they are: two modules
+    # whose `self.act` is a GELU and a ReLU print the same code.
+    for node in gm.graph.nodes:
+        if node.op == "call_module":
+            parts.append(f"{node.target}={gm.get_submodule(node.target)!r}")
+        elif node.op == "call_function":
+            t = node.target
+            parts.append(f"{getattr(t, '__module__', '')}.{getattr(t, '__qualname__', t)!s}")
+    for a in args:
+        d = describe(a)
+        if d is None:
+            return None
+        parts.append(d)
+    for pname, t in (*gm.named_parameters(), *gm.named_buffers()):
+        d = describe(t)
+        if d is None:
+            return None
+        parts.append(f"{pname}={d}")
+    return digest(*parts)
+
+
+def load_program(key: str, ctx: Any) -> Any | None:
+    """The cached module of `key`, parsed with `ctx`, or None (a miss, or text
+    that no longer parses: treated as a miss). It was verified before it was
+    stored and its checksum holds, so it is not verified again (a quarter of the
+    load time)."""
+    entry = load("program", key)
+    if entry is None:
+        return None
+    from xdsl.parser import Parser
+
+    try:
+        module = Parser(ctx, entry[1].decode()).parse_module()
+    except Exception as e:  # noqa: BLE001 - any parse failure is a miss; the pipeline reruns
+        log.debug("fusec: cached program %s does not parse: %s", key, e)
+        return None
+    return module
+
+
+def store_program(key: str, module: Any) -> None:
+    store("program", key, str(module).encode())
