@@ -65,7 +65,7 @@ class CpuKernel:
             mid.append(t.data_ptr())
             mid += broadcast_strides(t, space) if space else [0]
         tail = [inputs[i] for i, _ in sig.scalars]
-        n0 = loop_space[0]
+        n0 = sig.parallel_extent(loop_space)
         chunks = min(num_threads(), n0)
         if chunks <= 1 or math.prod(loop_space) < _MIN_PARALLEL_ELEMENTS:
             self._fn(0, n0, *mid, *tail)
