@@ -420,5 +420,3 @@ def _nest(em, dims, offs, accs, body_fn, sizes, c0, c1, step):
     loop = scf.ForOp(c0, sizes[d], c1, list(accs), blk)
     em.ops.append(loop)
     return list(loop.results)
-
-
