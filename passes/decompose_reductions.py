@@ -136,7 +136,19 @@ def _replace(
         for new in reversed(ops):
             new.erase()
         return
-    rewriter.replace_op(op, ops, [result])
+    _drop_unusable_hint(op)
+    rewriter.replace(op, ops, [result])
+
+
+def _drop_unusable_hint(op: Operation) -> None:
+    """The replacement's results inherit the name hint: drop one the printer rejects
+    (an imported module path such as `0`)."""
+    hint = op.results[0].name_hint
+    if hint is not None:
+        try:
+            op.results[0].name_hint = hint
+        except ValueError:
+            op.results[0].name_hint = None
 
 
 @dataclass
@@ -204,7 +216,8 @@ class KeepReducedDims(RewritePattern):
             )
             ops.append(sq)
             value = sq.results[0]
-        rewriter.replace_op(op, ops, [value])
+        _drop_unusable_hint(op)
+        rewriter.replace(op, ops, [value])
 
 
 def _squeezed_dim(op: Operation) -> int | None:
@@ -233,7 +246,7 @@ class FoldUnsqueezeOfSqueeze(RewritePattern):
         rank = op.result.type.get_num_dims()
         if inf.normalize_dim(op.dim.value.data, rank) != d:
             return
-        rewriter.replace_op(op, [], [src.op.operands[0]])
+        rewriter.replace(op, [], [src.op.operands[0]])
 
 
 @dataclass
