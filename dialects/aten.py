@@ -1086,8 +1086,20 @@ class MeanOp(ReductionOp):
         return out
 
 
+class ExtremumOp(ReductionOp, ABC):
+    """`amax`/`amin`: the result has the input's dtype."""
+
+    def default_dtype(self, t: TensorType) -> Attribute:
+        return t.get_element_type()
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
+        out = super().infer_result_types(operand_types)
+        t = _require_tensor(self, operand_types[0])
+        return [TensorType(t.get_element_type(), inf.shape_of(out[0]))]
+
+
 @irdl_op_definition
-class AmaxOp(ReductionOp):
+class AmaxOp(ExtremumOp):
     """Maximum over `dims` (all when absent); NaN wins, as in `torch.amax`.
 
     %r = aten.amax %x dims = [1] keepdim = true : tensor<2x3xf32> -> tensor<2x1xf32>
@@ -1095,21 +1107,15 @@ class AmaxOp(ReductionOp):
 
     name = "aten.amax"
 
-    def default_dtype(self, t: TensorType) -> Attribute:
-        return t.get_element_type()
-
 
 @irdl_op_definition
-class AminOp(ReductionOp):
+class AminOp(ExtremumOp):
     """Minimum over `dims` (all when absent); NaN wins, as in `torch.amin`.
 
     %r = aten.amin %x dims = [1] : tensor<2x3xf32> -> tensor<2xf32>
     """
 
     name = "aten.amin"
-
-    def default_dtype(self, t: TensorType) -> Attribute:
-        return t.get_element_type()
 
 
 class VarianceOp(ReductionOp, ABC):
