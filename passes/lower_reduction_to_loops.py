@@ -51,6 +51,7 @@ from fusec.passes.lower_group_to_loops import (
     emit_pointwise,
     is_floating,
 )
+from fusec.passes.lower_reduction_gpu import WarpRows
 from fusec.passes.reduction_domain import Domain, is_reduction, keeps_dims
 from fusec.passes.reduction_domain import body_domain as _body_domain
 from xdsl.dialects import arith, func, memref, scf
@@ -317,20 +318,15 @@ def build_reduction_kernel(
         em.add(memref.StoreOp.get(val, mems[j][0], [offsets[j]]))
 
     zero_offs = [c0 for _ in mems]
+    nest: CpuRows | WarpRows
     if gpu:
-        raise DiagnosticException("lower-group-to-loops: reductions on nvptx are not lowered yet")
+        nest = WarpRows(e, sizes, kept, rdims, zero_offs, c0, c1, step)
     else:
-        ke, row_offs, close_rows = _cpu_rows(e, a[0], a[1], sizes, kept, zero_offs, c0, c1, step)
-
-        def reduce_nest(em, offs, accs, body_fn):
-            return _nest(em, rdims, offs, accs, body_fn, sizes, c0, c1, step)
-
-        def full_nest(em, offs, body_fn):
-            _nest(em, rdims, offs, [], lambda ie, o, _a: body_fn(ie, o) or [], sizes, c0, c1, step)
+        nest = CpuRows(e, a[0], a[1], sizes, kept, rdims, zero_offs, c0, c1, step)
+    ke, row_offs = nest.body, nest.row_offsets
 
     values = _Values(body, domain, load, scalar_of, {}, ke, row_offs)
-    stages = _stages(body)
-    for stage in stages:
+    for stage in _stages(body):
         kinds = [_KINDS[op.name] for op in stage]
         inits: list[SSAValue] = []
         spans: list[tuple[int, int]] = []
@@ -339,7 +335,7 @@ def build_reduction_kernel(
             spans.append((len(inits), len(inits) + len(init)))
             inits += init
 
-        def body_fn(ie, offs, accs, stage=stage, kinds=kinds, spans=spans):
+        def update(ie: _Emitter, offs, accs, stage=stage, kinds=kinds, spans=spans):
             cache: dict[SSAValue, SSAValue] = {}
             new: list[SSAValue] = []
             for op, kind, (lo, hi) in zip(stage, kinds, spans, strict=True):
@@ -347,25 +343,33 @@ def build_reduction_kernel(
                 new += _update(ie, kind, list(accs[lo:hi]), x)
             return new
 
-        finals = reduce_nest(ke, row_offs, inits, body_fn)
+        def combine(ie: _Emitter, x, y, kinds=kinds, spans=spans):
+            out: list[SSAValue] = []
+            for kind, (lo, hi) in zip(kinds, spans, strict=True):
+                out += _combine(ie, kind, list(x[lo:hi]), list(y[lo:hi]))
+            return out
+
+        finals = nest.reduce(ke, row_offs, inits, update, combine)
         for op, (lo, hi) in zip(stage, spans, strict=True):
             values.row[op.results[0]] = _finish(ke, op, list(finals[lo:hi]), count)
 
     row_outs = [k for k, v in enumerate(out_values) if domain.is_row(v.type)]
     full_outs = [k for k, v in enumerate(out_values) if not domain.is_row(v.type)]
-    we = ke
-    for k in row_outs:
-        val = values.get(out_values[k], ke, row_offs, values.row)
-        store(we, k, val, row_offs)
+    if row_outs:
+        row_vals = [values.get(out_values[k], ke, row_offs, values.row) for k in row_outs]
+        we, close_first = nest.first_lane(ke)
+        for k, val in zip(row_outs, row_vals, strict=True):
+            store(we, k, val, row_offs)
+        close_first()
     if full_outs:
 
-        def write(ie, offs):
+        def write(ie: _Emitter, offs) -> None:
             cache: dict[SSAValue, SSAValue] = {}
             for k in full_outs:
                 store(ie, k, values.get(out_values[k], ie, offs, cache), offs)
 
-        full_nest(ke, row_offs, write)
-    close_rows()
+        nest.full(ke, row_offs, write)
+    nest.close()
     e.add(func.ReturnOp())
     entry.add_ops(e.ops)
     fn = func.FuncOp(name, (arg_types, []), Region(entry))
@@ -382,41 +386,51 @@ def build_reduction_kernel(
     return fn, sig
 
 
-def _cpu_rows(e, begin, end, sizes, kept, offs, c0, c1, step):
-    """Loops over the kept dims (the first over [begin, end), the threads' share; a
-    single [begin, end) = [0, 1) pass when every dim is reduced). Returns the
-    innermost body's emitter, its offsets and a function that closes the nest."""
-    opened: list[tuple[Block, _Emitter]] = []
-    em = e
-    for n, d in enumerate(kept or [None]):
-        blk = Block(arg_types=[INDEX])
-        lo, hi = (begin, end) if n == 0 else (c0, sizes[d])
-        em.ops.append(scf.ForOp(lo, hi, c1, [], blk))
-        em = _Emitter([])
-        opened.append((blk, em))
-        if d is not None:
-            offs = step(em, offs, blk.args[0], d)
+class CpuRows:
+    """The CPU nest: loops over the kept dims (the first over [begin, end), the
+    threads' share; one [0, 1) pass when every dim is reduced), and per stage a
+    nest over the reduced dims carrying the accumulators."""
 
-    def close() -> None:
-        for blk, inner in reversed(opened):
+    def __init__(self, e, begin, end, sizes, kept, rdims, offs, c0, c1, step):
+        self.sizes, self.rdims, self.c0, self.c1, self.step = sizes, rdims, c0, c1, step
+        self._opened: list[tuple[Block, _Emitter]] = []
+        em = e
+        for n, d in enumerate(kept or [None]):
+            blk = Block(arg_types=[INDEX])
+            lo, hi = (begin, end) if n == 0 else (c0, sizes[d])
+            em.ops.append(scf.ForOp(lo, hi, c1, [], blk))
+            em = _Emitter([])
+            self._opened.append((blk, em))
+            if d is not None:
+                offs = step(em, offs, blk.args[0], d)
+        self.body, self.row_offsets = em, offs
+
+    def _nest(self, em, dims, offs, accs, body_fn):
+        """Loops over `dims` carrying `accs`; `body_fn(emitter, offsets, accs)` gives
+        the next accumulators at each element. Returns the final ones."""
+        if not dims:
+            return body_fn(em, offs, accs)
+        d = dims[0]
+        blk = Block(arg_types=[INDEX] + [v.type for v in accs])
+        inner = _Emitter([])
+        inner_offs = self.step(inner, offs, blk.args[0], d)
+        new = self._nest(inner, dims[1:], inner_offs, list(blk.args[1:]), body_fn)
+        inner.add(scf.YieldOp(*new))
+        blk.add_ops(inner.ops)
+        loop = scf.ForOp(self.c0, self.sizes[d], self.c1, list(accs), blk)
+        em.ops.append(loop)
+        return list(loop.results)
+
+    def reduce(self, em, offs, accs, body_fn, combine):
+        return self._nest(em, self.rdims, offs, accs, body_fn)
+
+    def full(self, em, offs, body_fn) -> None:
+        self._nest(em, self.rdims, offs, [], lambda ie, o, _a: body_fn(ie, o) or [])
+
+    def first_lane(self, em):
+        return em, lambda: None
+
+    def close(self) -> None:
+        for blk, inner in reversed(self._opened):
             inner.add(scf.YieldOp())
             blk.add_ops(inner.ops)
-
-    return em, offs, close
-
-
-def _nest(em, dims, offs, accs, body_fn, sizes, c0, c1, step):
-    """Loops over `dims` carrying `accs`; `body_fn(emitter, offsets, accs)` gives the
-    next accumulators at each element. Returns the final ones."""
-    if not dims:
-        return body_fn(em, offs, accs)
-    d = dims[0]
-    blk = Block(arg_types=[INDEX] + [v.type for v in accs])
-    inner = _Emitter([])
-    inner_offs = step(inner, offs, blk.args[0], d)
-    new = _nest(inner, dims[1:], inner_offs, list(blk.args[1:]), body_fn, sizes, c0, c1, step)
-    inner.add(scf.YieldOp(*new))
-    blk.add_ops(inner.ops)
-    loop = scf.ForOp(c0, sizes[d], c1, list(accs), blk)
-    em.ops.append(loop)
-    return list(loop.results)
