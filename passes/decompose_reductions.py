@@ -3,6 +3,7 @@ every reduction keeps its dims, so `fuse` can put each normalization in one grou
 
 - `aten.softmax` / `aten.log_softmax` -> `amax`, `sub`, `exp`, `sum`, `div` / `log`;
 - `aten.layer_norm` -> two-pass mean and variance, `rsqrt`, scale and shift;
+- `pow(x, 2)` -> `x * x` (RMSNorm's square, exact and far cheaper than `pow`);
 - a reduction without `keepdim` -> the same reduction keeping its dims, then an
   `aten.squeeze` per reduced dim (views, outside the group), and an `unsqueeze`
   that puts such a dim back, or a pointwise use that broadcasts the squeezed
@@ -276,6 +277,32 @@ class BroadcastSqueezedLeadingDim(RewritePattern):
             return
 
 
+@dataclass
+class SquareForPowTwo(RewritePattern):
+    """`pow(x, 2)` -> `x * x` (exact: both round the same square once), as in the
+    written-out RMSNorm `x.pow(2).mean(-1)`; a general `pow` costs a log and an exp.
+
+        %r = aten.pow %x, %two : tensor<4x8xf32>, f64 -> tensor<4x8xf32>
+        -> %r = aten.mul %x, %x : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+    """
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: aten.PowOp, rewriter: PatternRewriter) -> None:
+        exponent = op.operands[1]
+        const = exponent.owner
+        if not isinstance(const, ConstantOp) or not isinstance(op.operands[0].type, TensorType):
+            return
+        value = getattr(const.value, "value", None)
+        if value is None or getattr(value, "data", None) != 2:
+            return
+        square = aten.MulOp(op.operands[0], op.operands[0])
+        if square.result.type != op.results[0].type:
+            square.erase()
+            return
+        _drop_unusable_hint(op)
+        rewriter.replace(op, [square], [square.result])
+
+
 @dataclass(frozen=True)
 class DecomposeReductionsPass(ModulePass):
     """Normalizations to reductions + pointwise, reductions keep their dims (see the
@@ -295,6 +322,7 @@ class DecomposeReductionsPass(ModulePass):
                     KeepReducedDims(),
                     FoldUnsqueezeOfSqueeze(),
                     BroadcastSqueezedLeadingDim(),
+                    SquareForPowTwo(),
                 ]
             )
         ).rewrite_module(op)

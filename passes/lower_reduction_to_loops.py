@@ -54,7 +54,7 @@ from fusec.passes.lower_group_to_loops import (
 from fusec.passes.lower_reduction_gpu import WarpRows
 from fusec.passes.reduction_domain import Domain, is_reduction, keeps_dims
 from fusec.passes.reduction_domain import body_domain as _body_domain
-from xdsl.dialects import arith, func, memref, scf
+from xdsl.dialects import arith, func, llvm, memref, scf
 from xdsl.dialects import math as mathd
 from xdsl.dialects.builtin import (
     IndexType,
@@ -121,6 +121,11 @@ def _init(e: _Emitter, kind: str, t: Attribute) -> list[SSAValue]:
 def _update(e: _Emitter, kind: str, accs: list[SSAValue], x: SSAValue) -> list[SSAValue]:
     t = accs[0].type
     x = e.cast(x, t)
+    if kind in ("max", "min") and is_floating(t):
+        # `llvm.maximum`: NaN-propagating like `torch.amax`, and a reduction LLVM
+        # vectorizes (the compare-and-select form of `arith.maximumf` is not).
+        name = f"llvm.{'maximum' if kind == 'max' else 'minimum'}.{t}"
+        return [e.add(llvm.CallIntrinsicOp(name, [accs[0], x], [t]))]
     if kind in ("max", "min"):
         return [_maximum(e, accs[0], x, kind == "max")]
     if kind in ("var", "std"):
@@ -132,7 +137,10 @@ def _update(e: _Emitter, kind: str, accs: list[SSAValue], x: SSAValue) -> list[S
         return [n, mean, m2]
     if t == BOOL:
         return [e.add(arith.OrIOp(accs[0], x))]
-    return [e.add(arith.AddfOp(accs[0], x) if is_floating(t) else arith.AddiOp(accs[0], x))]
+    if is_floating(t):
+        # PyTorch's own sum kernels reassociate (vectorized partial sums), so may we.
+        return [e.add(arith.AddfOp(accs[0], x, flags=arith.FastMathFlagsAttr(["reassoc"])))]
+    return [e.add(arith.AddiOp(accs[0], x))]
 
 
 def _combine(e: _Emitter, kind: str, a: list[SSAValue], b: list[SSAValue]) -> list[SSAValue]:

@@ -100,3 +100,19 @@ func.func @leading_broadcast(%g: tensor<4x8xf32>, %x: tensor<4x8xf32>) -> (tenso
   %r = aten.sub %g, %s : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
   func.return %r, %s : tensor<4x8xf32>, tensor<8xf32>
 }
+
+// -----
+
+// A square is a product; other exponents stay.
+// CHECK-LABEL: func.func @square
+// CHECK-SAME:    (%[[X:.*]]: tensor<4x8xf32>)
+// CHECK-NEXT:    %{{.*}} = arith.constant 3.000000e+00 : f64
+// CHECK-NEXT:    %[[S:.*]] = aten.mul %[[X]], %[[X]] : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+// CHECK-NEXT:    %[[C:.*]] = aten.pow %[[X]], %{{.*}} : tensor<4x8xf32>, f64 -> tensor<4x8xf32>
+func.func @square(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  %two = arith.constant 2.0 : f64
+  %three = arith.constant 3.0 : f64
+  %s = aten.pow %x, %two : tensor<4x8xf32>, f64 -> tensor<4x8xf32>
+  %c = aten.pow %x, %three : tensor<4x8xf32>, f64 -> tensor<4x8xf32>
+  func.return %s, %c : tensor<4x8xf32>, tensor<4x8xf32>
+}

@@ -51,11 +51,11 @@ func.func @layer_norm(%x: tensor<2x4x8xf32>, %w: tensor<8xf32>, %b: tensor<8xf32
 // -----
 
 // RMSNorm written out, with a mean that drops its dim and an unsqueeze that puts
-// it back: still one group.
+// it back: still one group (and the square is a product).
 // CHECK-LABEL: func.func @rms_norm
 // CHECK-NEXT:    %[[G:.*]] = fusion.group
-// CHECK:           aten.pow
-// CHECK-NEXT:      %[[M:.*]] = aten.mean %{{.*}} dims = [1] keepdim = true : tensor<4x8xf32> -> tensor<4x1xf32>
+// CHECK:           %[[SQ:.*]] = aten.mul %[[X:.*]], %[[X]]
+// CHECK-NEXT:      %[[M:.*]] = aten.mean %[[SQ]] %{{.*}} dims = [1] keepdim = true : tensor<4x8xf32> -> tensor<4x1xf32>
 // CHECK:           aten.rsqrt
 // CHECK:           fusion.yield
 // CHECK-NEXT:    }
