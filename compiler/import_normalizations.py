@@ -78,6 +78,26 @@ def build_softmax(
     return [op], op.results[0]
 
 
+def build_softmax_backward(grad: SSAValue, output: SSAValue, dim: int, log: bool = False) -> Built:
+    """The gradient of softmax (`aten._softmax_backward_data`):
+    `out * (grad - sum(grad * out, dim))`; of log-softmax
+    (`aten._log_softmax_backward_data`): `grad - exp(out) * sum(grad, dim)`.
+    One reduction and pointwise ops: one group."""
+    d = inf.normalize_dim(dim, max(len(_shape(output)), 1))
+    ops: list[Operation] = []
+    if log:
+        red, total = build_reduction(aten.SumOp, grad, [d], keepdim=True)
+        ops += red
+        ops += [e := aten.ExpOp(output), m := aten.MulOp(e.results[0], total)]
+        ops.append(r := aten.SubOp(grad, m.results[0]))
+        return ops, r.results[0]
+    ops.append(go := aten.MulOp(grad, output))
+    red, total = build_reduction(aten.SumOp, go.results[0], [d], keepdim=True)
+    ops += red
+    ops += [diff := aten.SubOp(grad, total), r := aten.MulOp(output, diff.results[0])]
+    return ops, r.results[0]
+
+
 def build_layer_norm(
     x: SSAValue,
     normalized_shape: Sequence[int],
@@ -280,6 +300,20 @@ def _softmax(log: bool) -> Any:
 
 _register(torch.softmax, F.softmax, "softmax")(_softmax(False))
 _register(torch.log_softmax, F.log_softmax, "log_softmax")(_softmax(True))
+
+
+def _softmax_backward(log: bool) -> Any:
+    def handle(ctx: _Importer, grad: Any, output: Any, dim: Any, input_dtype: Any) -> SSAValue:
+        g, out = ctx.tensor(grad), ctx.tensor(output)
+        if inf.element_type(g.type) != inf.element_type(out.type):
+            raise _NotMapped("softmax backward across dtypes")
+        return _emit(ctx, build_softmax_backward(g, out, int(ctx.const(dim)), log))
+
+    return handle
+
+
+_register(torch._softmax_backward_data)(_softmax_backward(False))
+_register(torch._log_softmax_backward_data)(_softmax_backward(True))
 
 
 @_register(nn.Softmax, nn.LogSoftmax)

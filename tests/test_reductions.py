@@ -279,3 +279,19 @@ def test_cross_entropy_reductions_and_ignore_index():
     for reduction in ("mean", "sum", "none"):
         check(_cross_entropy_with(reduction), [x, t])
     check(lambda x, t: F.cross_entropy(x, t, ignore_index=3), [x, torch.full((6,), 3)])
+
+
+def test_softmax_backward_forms_fuse():
+    """The ATen backward ops of softmax and log-softmax, as AOTAutograd graphs call
+    them, fuse (with the forward here) and match eager."""
+    torch.manual_seed(10)
+    x, g = torch.randn(6, 1000), torch.randn(6, 1000)
+
+    def sm_back(g, x):
+        return torch._softmax_backward_data(g, torch.softmax(x, -1), -1, torch.float32)
+
+    def lsm_back(g, x):
+        return torch._log_softmax_backward_data(g, F.log_softmax(x, 1), 1, torch.float32)
+
+    for fn in (sm_back, lsm_back):
+        check(fn, [g, x], launches=1)  # forward and backward: one kernel, three stages
