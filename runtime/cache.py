@@ -81,7 +81,9 @@ def _source_fingerprint() -> str:
     h = hashlib.sha256(FORMAT_VERSION.encode())
     import importlib.util
 
-    for name in ("fusec.codegen", "fusec.runtime.cpu", "fusec.canonical"):
+    for name in ("fusec.codegen", "fusec.runtime.cpu", "fusec.canonical",
+                 "fusec.passes.lower_group_to_loops", "fusec.passes.lower_reduction_to_loops",
+                 "fusec.passes.lower_reduction_gpu", "fusec.passes.convert_arith_to_llvm"):  # fmt: skip
         spec = importlib.util.find_spec(name)
         if spec is None or spec.origin is None:
             h.update(f"{name}:missing".encode())
