@@ -295,3 +295,14 @@ def test_softmax_backward_forms_fuse():
 
     for fn in (sm_back, lsm_back):
         check(fn, [g, x], launches=1)  # forward and backward: one kernel, three stages
+
+
+def test_cat_of_a_reduction_groups_outputs_stays_outside():
+    """`fuse-concat-exits` leaves reduction groups alone (their kernels write rows
+    and full tensors in different loops); the cat runs through PyTorch."""
+
+    def fn(x):
+        m = x - x.mean(-1, keepdim=True)
+        return torch.cat([m * 2, m * 3], 1)
+
+    check(fn, [torch.randn(4, 8)], launches=1)
