@@ -7,11 +7,11 @@
 // CHECK:         scf.for %{{.*}} = %[[B]] to %[[E]]
 // CHECK:           %[[NEG:.*]] = arith.constant 0xff800000 : f32
 // CHECK:           %[[M:.*]] = scf.for %{{.*}} = %{{.*}} to %[[N1]] step %{{.*}} iter_args(%[[MA:.*]] = %[[NEG]]) -> (f32) {
-// CHECK:             arith.maximumf %[[MA]], %{{.*}} : f32
+// CHECK:             llvm.call_intrinsic "llvm.maximum.f32"(%[[MA]], %{{.*}}) : (f32, f32) -> f32
 // CHECK:           %[[S:.*]] = scf.for %{{.*}} = %{{.*}} to %[[N1]] step %{{.*}} iter_args(%[[SA:.*]] = %{{.*}}) -> (f32) {
 // CHECK:             %[[D:.*]] = arith.subf %{{.*}}, %[[M]] : f32
 // CHECK:             %[[EX:.*]] = math.exp %[[D]] : f32
-// CHECK:             arith.addf %[[SA]], %[[EX]] : f32
+// CHECK:             arith.addf %[[SA]], %[[EX]] fastmath<reassoc> : f32
 // CHECK:           scf.for %{{.*}} = %{{.*}} to %[[N1]]
 // CHECK:             arith.divf %{{.*}}, %[[S]] : f32
 // CHECK:             arith.truncf %{{.*}} : f32 to f16
