@@ -109,6 +109,35 @@ def build_layer_norm(
     return [op], op.results[0]
 
 
+def build_native_layer_norm(
+    x: SSAValue,
+    normalized_shape: Sequence[int],
+    weight: SSAValue | None,
+    bias: SSAValue | None,
+    eps: float,
+) -> tuple[list[Operation], tuple[SSAValue, SSAValue, SSAValue]]:
+    """`aten.native_layer_norm`: (output, mean, rstd), the statistics with the
+    normalized dims kept as 1, written out as reductions + pointwise (one group)."""
+    rank = len(_shape(x))
+    dims = list(range(rank - len(normalized_shape), rank))
+    ops: list[Operation] = []
+    red, mean = build_reduction(aten.MeanOp, x, dims, keepdim=True)
+    ops += red
+    ops += [c := aten.SubOp(x, mean), sq := aten.MulOp(c.results[0], c.results[0])]
+    red, var = build_reduction(aten.MeanOp, sq.results[0], dims, keepdim=True)
+    ops += red
+    ops += [e := _scalar(eps), a := aten.AddOp(var, e.result), r := aten.RsqrtOp(a.results[0])]
+    ops.append(y := aten.MulOp(c.results[0], r.results[0]))
+    out = y.results[0]
+    if weight is not None:
+        ops.append(w := aten.MulOp(out, weight))
+        out = w.results[0]
+    if bias is not None:
+        ops.append(b := aten.AddOp(out, bias))
+        out = b.results[0]
+    return ops, (out, mean, r.results[0])
+
+
 def _unsqueeze(v: SSAValue, dim: int) -> Operation:
     shape = _shape(v)
     shape.insert(dim, 1)
@@ -314,6 +343,27 @@ def _softmax_backward(log: bool) -> Any:
 
 _register(torch._softmax_backward_data)(_softmax_backward(False))
 _register(torch._log_softmax_backward_data)(_softmax_backward(True))
+
+
+@_register(torch._softmax, torch._log_softmax)
+def _aten_softmax(ctx: _Importer, x: Any, dim: Any, half_to_float: Any) -> SSAValue:
+    """`aten._softmax(x, dim, half_to_float)`: a softmax, in f32 if `half_to_float`."""
+    log = ctx.node.target is torch._log_softmax  # type: ignore[union-attr]
+    dtype = inf.F32 if ctx.const(half_to_float) else None
+    return _emit(ctx, build_softmax(ctx.tensor(x), int(ctx.const(dim)), dtype, log))
+
+
+@_register(torch.native_layer_norm)
+def _native_layer_norm(
+    ctx: _Importer, x: Any, normalized_shape: Any, weight: Any, bias: Any, eps: Any
+) -> tuple[SSAValue, SSAValue, SSAValue]:
+    shape = list(ctx.const(normalized_shape))
+    ops, results = build_native_layer_norm(
+        ctx.tensor(x), shape, _optional(ctx, weight), _optional(ctx, bias), float(ctx.const(eps))
+    )
+    for op in ops:
+        ctx.add_op(op)
+    return results
 
 
 @_register(nn.Softmax, nn.LogSoftmax)

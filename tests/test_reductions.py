@@ -89,11 +89,18 @@ FORMS = {
     "log_softmax": (log_softmax, _rows, 1),
     "layer_norm": (
         layer_norm,
-        lambda n, dt: [torch.randn(2, 3, n, dtype=dt), torch.randn(n, dtype=dt),
-                       torch.randn(n, dtype=dt)],  # fmt: skip
+        lambda n, dt: [
+            torch.randn(2, 3, n, dtype=dt),
+            torch.randn(n, dtype=dt),
+            torch.randn(n, dtype=dt),
+        ],  # fmt: skip
         1,
     ),
-    "rms_norm": (rms_norm, lambda n, dt: [torch.randn(4, n, dtype=dt), torch.randn(n, dtype=dt)], 1),
+    "rms_norm": (
+        rms_norm,
+        lambda n, dt: [torch.randn(4, n, dtype=dt), torch.randn(n, dtype=dt)],
+        1,
+    ),
     "variance": (variance, _rows, None),
     "extremes": (extremes, _rows, None),
     "bias_grad": (
@@ -306,3 +313,17 @@ def test_cat_of_a_reduction_groups_outputs_stays_outside():
         return torch.cat([m * 2, m * 3], 1)
 
     check(fn, [torch.randn(4, 8)], launches=1)
+
+
+def test_aten_level_softmax_and_native_layer_norm_fuse():
+    """The ATen forms (`_softmax`, `_log_softmax`, `native_layer_norm` with its mean
+    and rstd outputs) as traced graphs call them: one kernel each."""
+    torch.manual_seed(11)
+    x, w, b = torch.randn(3, 5, 64), torch.randn(64), torch.randn(64)
+
+    def nln(x, w, b):
+        return torch.native_layer_norm(x, [64], w, b, 1e-5)
+
+    check(nln, [x, w, b], launches=1)
+    check(lambda x: torch._softmax(x, 1, False), [x], launches=1)
+    check(lambda x: torch._log_softmax(x, -1, False), [x], launches=1)
