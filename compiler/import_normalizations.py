@@ -138,6 +138,54 @@ def build_native_layer_norm(
     return ops, (out, mean, r.results[0])
 
 
+def build_layer_norm_backward(
+    grad: SSAValue,
+    x: SSAValue,
+    normalized_shape: Sequence[int],
+    mean: SSAValue,
+    rstd: SSAValue,
+    weight: SSAValue | None,
+    output_mask: Sequence[bool] = (True, True, True),
+) -> tuple[list[Operation], tuple[SSAValue | None, SSAValue | None, SSAValue | None]]:
+    """`aten.native_layer_norm_backward`: (grad_input, grad_weight, grad_bias), each
+    None where `output_mask` leaves it out. With `xhat = (x - mean) * rstd` and
+    `gw = grad * weight`: `grad_input = rstd * (gw - mean(gw) - xhat * mean(gw * xhat))`
+    over the normalized dims (one group), and the parameter gradients are sums over
+    the leading dims of `grad * xhat` and `grad` (another group: bias-gradient sums)."""
+    rank = len(_shape(x))
+    norm = list(range(rank - len(normalized_shape), rank))
+    lead = list(range(rank - len(normalized_shape)))
+    ops: list[Operation] = []
+    ops += [c := aten.SubOp(x, mean), xh := aten.MulOp(c.results[0], rstd)]
+    xhat = xh.results[0]
+    gx = gwt = gb = None
+    if output_mask[0]:
+        gw = grad
+        if weight is not None:
+            ops.append(m := aten.MulOp(grad, weight))
+            gw = m.results[0]
+        red, mean_gw = build_reduction(aten.MeanOp, gw, norm, keepdim=True)
+        ops += red
+        ops.append(p := aten.MulOp(gw, xhat))
+        red, mean_p = build_reduction(aten.MeanOp, p.results[0], norm, keepdim=True)
+        ops += red
+        ops += [
+            d1 := aten.SubOp(gw, mean_gw),
+            t := aten.MulOp(xhat, mean_p),
+            d2 := aten.SubOp(d1.results[0], t.results[0]),
+            r := aten.MulOp(rstd, d2.results[0]),
+        ]
+        gx = r.results[0]
+    if output_mask[1] and weight is not None:
+        ops.append(gx_hat := aten.MulOp(grad, xhat))
+        red, gwt = build_reduction(aten.SumOp, gx_hat.results[0], lead or None)
+        ops += red
+    if output_mask[2]:
+        red, gb = build_reduction(aten.SumOp, grad, lead or None)
+        ops += red
+    return ops, (gx, gwt, gb)
+
+
 def _unsqueeze(v: SSAValue, dim: int) -> Operation:
     shape = _shape(v)
     shape.insert(dim, 1)
@@ -361,6 +409,26 @@ def _native_layer_norm(
     ops, results = build_native_layer_norm(
         ctx.tensor(x), shape, _optional(ctx, weight), _optional(ctx, bias), float(ctx.const(eps))
     )
+    for op in ops:
+        ctx.add_op(op)
+    return results
+
+
+@_register(torch.ops.aten.native_layer_norm_backward,
+           torch.ops.aten.native_layer_norm_backward.default)  # fmt: skip
+def _native_layer_norm_backward(
+    ctx: _Importer, grad: Any, x: Any, normalized_shape: Any, mean: Any, rstd: Any,
+    weight: Any, bias: Any, output_mask: Any,
+) -> tuple[SSAValue | None, ...]:  # fmt: skip
+    mask = [bool(m) for m in ctx.const(output_mask)]
+    if len(list(ctx.const(normalized_shape))) == len(_shape(ctx.tensor(x))):
+        raise _NotMapped("layer_norm backward over every dim")
+    if mask[1] and weight is None:
+        raise _NotMapped("weight gradient without a weight")
+    ops, results = build_layer_norm_backward(
+        ctx.tensor(grad), ctx.tensor(x), list(ctx.const(normalized_shape)), ctx.tensor(mean),
+        ctx.tensor(rstd), _optional(ctx, weight), mask,
+    )  # fmt: skip
     for op in ops:
         ctx.add_op(op)
     return results

@@ -327,3 +327,18 @@ def test_aten_level_softmax_and_native_layer_norm_fuse():
     check(nln, [x, w, b], launches=1)
     check(lambda x: torch._softmax(x, 1, False), [x], launches=1)
     check(lambda x: torch._log_softmax(x, -1, False), [x], launches=1)
+
+
+def test_layer_norm_backward_fuses():
+    """`native_layer_norm_backward`: the input gradient is one group (two means over
+    the normalized dim), the weight and bias gradients another (sums over the batch)."""
+    torch.manual_seed(12)
+    x, g, w, b = torch.randn(16, 64), torch.randn(16, 64), torch.randn(64), torch.randn(64)
+    _, mean, rstd = torch.native_layer_norm(x, [64], w, b, 1e-5)
+
+    def back(g, x, mean, rstd, w, b):
+        return torch.ops.aten.native_layer_norm_backward(
+            g, x, [64], mean, rstd, w, b, [True, True, True]
+        )
+
+    check(back, [g, x, mean, rstd, w, b], launches=2)
