@@ -67,6 +67,8 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import DiagnosticException
 
 INDEX = IndexType()
+BLOCK = 8
+"""Kept columns that share a reduction nest when the innermost dim is kept."""
 
 _KINDS = {
     "aten.sum": "sum",
@@ -311,9 +313,11 @@ def build_reduction_kernel(
         return em.add(arith.ExtFOp(loaded, F32)) if et in (F16, BF16) else loaded
 
     def step(em, offs: Sequence[SSAValue], iv: SSAValue, d: int) -> list[SSAValue]:
+        # `offs` may hold several lanes' offsets (blocked kept dim), mems repeating.
+        lanes = len(offs) // len(mems)
         return [
             em.add(arith.AddiOp(o, em.add(arith.MuliOp(iv, strides[d]))))
-            for o, (_, strides) in zip(offs, mems, strict=True)
+            for o, (_, strides) in zip(offs, list(mems) * lanes, strict=True)
         ]
 
     def store(em, k: int, val: SSAValue, offsets: Sequence[SSAValue]) -> None:
@@ -326,58 +330,104 @@ def build_reduction_kernel(
         em.add(memref.StoreOp.get(val, mems[j][0], [offsets[j]]))
 
     zero_offs = [c0 for _ in mems]
-    nest: CpuRows | WarpRows
-    if gpu:
-        nest = WarpRows(e, sizes, kept, rdims, zero_offs, c0, c1, step)
-    else:
-        nest = CpuRows(e, a[0], a[1], sizes, kept, rdims, zero_offs, c0, c1, step)
-    ke, row_offs = nest.body, nest.row_offsets
-
-    values = _Values(body, domain, load, scalar_of, {}, ke, row_offs)
-    for stage in _stages(body):
-        kinds = [_KINDS[op.name] for op in stage]
-        inits: list[SSAValue] = []
-        spans: list[tuple[int, int]] = []
-        for op, kind in zip(stage, kinds, strict=True):
-            init = _init(ke, kind, _acc_type(op))
-            spans.append((len(inits), len(inits) + len(init)))
-            inits += init
-
-        def update(ie: _Emitter, offs, accs, stage=stage, kinds=kinds, spans=spans):
-            cache: dict[SSAValue, SSAValue] = {}
-            new: list[SSAValue] = []
-            for op, kind, (lo, hi) in zip(stage, kinds, spans, strict=True):
-                x = values.get(op.operands[0], ie, offs, cache)
-                new += _update(ie, kind, list(accs[lo:hi]), x)
-            return new
-
-        def combine(ie: _Emitter, x, y, kinds=kinds, spans=spans):
-            out: list[SSAValue] = []
-            for kind, (lo, hi) in zip(kinds, spans, strict=True):
-                out += _combine(ie, kind, list(x[lo:hi]), list(y[lo:hi]))
-            return out
-
-        finals = nest.reduce(ke, row_offs, inits, update, combine)
-        for op, (lo, hi) in zip(stage, spans, strict=True):
-            values.row[op.results[0]] = _finish(ke, op, list(finals[lo:hi]), count)
-
+    stages = _stages(body)
     row_outs = [k for k, v in enumerate(out_values) if domain.is_row(v.type)]
     full_outs = [k for k, v in enumerate(out_values) if not domain.is_row(v.type)]
-    if row_outs:
-        row_vals = [values.get(out_values[k], ke, row_offs, values.row) for k in row_outs]
-        we, close_first = nest.first_lane(ke)
-        for k, val in zip(row_outs, row_vals, strict=True):
-            store(we, k, val, row_offs)
-        close_first()
-    if full_outs:
+    nm = len(mems)
 
-        def write(ie: _Emitter, offs) -> None:
-            cache: dict[SSAValue, SSAValue] = {}
-            for k in full_outs:
-                store(ie, k, values.get(out_values[k], ie, offs, cache), offs)
+    def rows(nest: CpuRows | WarpRows, ke: _Emitter, lanes: list[list[SSAValue]]) -> None:
+        """Everything for the kept indices whose offsets are `lanes` (one per lane):
+        the stages' reduction nests (shared by the lanes), the row outputs and the
+        full outputs."""
+        flat = [o for lane in lanes for o in lane]
+        values = [_Values(body, domain, load, scalar_of, {}, ke, lane) for lane in lanes]
+        for stage in stages:
+            kinds = [_KINDS[op.name] for op in stage]
+            inits: list[SSAValue] = []
+            spans: list[tuple[int, int]] = []
+            for _ in lanes:
+                for op, kind in zip(stage, kinds, strict=True):
+                    init = _init(ke, kind, _acc_type(op))
+                    spans.append((len(inits), len(inits) + len(init)))
+                    inits += init
 
-        nest.full(ke, row_offs, write)
-    nest.close()
+            def update(ie: _Emitter, offs, accs, stage=stage, kinds=kinds, spans=spans):
+                new: list[SSAValue] = []
+                for u, vals in enumerate(values):
+                    cache: dict[SSAValue, SSAValue] = {}
+                    lane_offs = offs[u * nm : (u + 1) * nm]
+                    for i, (op, kind) in enumerate(zip(stage, kinds, strict=True)):
+                        lo, hi = spans[u * len(stage) + i]
+                        x = vals.get(op.operands[0], ie, lane_offs, cache)
+                        new += _update(ie, kind, list(accs[lo:hi]), x)
+                return new
+
+            def combine(ie: _Emitter, x, y, kinds=kinds, spans=spans):
+                out: list[SSAValue] = []
+                for i, (lo, hi) in enumerate(spans):
+                    out += _combine(ie, kinds[i % len(kinds)], list(x[lo:hi]), list(y[lo:hi]))
+                return out
+
+            finals = nest.reduce(ke, flat, inits, update, combine)
+            for u, vals in enumerate(values):
+                for i, op in enumerate(stage):
+                    lo, hi = spans[u * len(stage) + i]
+                    vals.row[op.results[0]] = _finish(ke, op, list(finals[lo:hi]), count)
+        if row_outs:
+            row_vals = [
+                [vals.get(out_values[k], ke, lane, vals.row) for k in row_outs]
+                for vals, lane in zip(values, lanes, strict=True)
+            ]
+            we, close_first = nest.first_lane(ke)
+            for lane, lane_vals in zip(lanes, row_vals, strict=True):
+                for k, val in zip(row_outs, lane_vals, strict=True):
+                    store(we, k, val, lane)
+            close_first()
+        if full_outs:
+
+            def write(ie: _Emitter, offs) -> None:
+                for u, vals in enumerate(values):
+                    cache: dict[SSAValue, SSAValue] = {}
+                    lane_offs = offs[u * nm : (u + 1) * nm]
+                    for k in full_outs:
+                        store(ie, k, vals.get(out_values[k], ie, lane_offs, cache), lane_offs)
+
+            nest.full(ke, flat, write)
+
+    if gpu:
+        warp_nest = WarpRows(e, sizes, kept, rdims, zero_offs, c0, c1, step)
+        rows(warp_nest, warp_nest.body, [warp_nest.row_offsets])
+        warp_nest.close()
+    elif kept and kept[-1] == rank - 1 and rdims:
+        # The innermost dim is kept (a sum over the batch, say): walking one column
+        # at a time would stride through memory, so BLOCK neighbouring columns share
+        # each reduction nest (one cache line per reduced index), the rest one by one.
+        nest = CpuRows(e, a[0], a[1], sizes, kept[:-1], rdims, zero_offs, c0, c1, step,
+                       inner=len(kept) > 1)  # fmt: skip
+        pe, po = nest.body, nest.row_offsets
+        d = kept[-1]
+        lo, hi = (c0, sizes[d]) if len(kept) > 1 else (a[0], a[1])
+        block = pe.const(BLOCK, INDEX)
+        main = pe.add(
+            arith.MuliOp(pe.add(arith.DivUIOp(pe.add(arith.SubiOp(hi, lo)), block)), block)
+        )
+        mid = pe.add(arith.AddiOp(lo, main))
+        for start, stop, width in ((lo, mid, BLOCK), (mid, hi, 1)):
+            blk = Block(arg_types=[INDEX])
+            pe.ops.append(scf.ForOp(start, stop, block if width > 1 else c1, [], blk))
+            be = _Emitter([])
+            lanes = []
+            for u in range(width):
+                j = blk.args[0] if u == 0 else be.add(arith.AddiOp(blk.args[0], be.const(u, INDEX)))
+                lanes.append(step(be, po, j, d))
+            rows(nest, be, lanes)
+            be.add(scf.YieldOp())
+            blk.add_ops(be.ops)
+        nest.close()
+    else:
+        cpu_nest = CpuRows(e, a[0], a[1], sizes, kept, rdims, zero_offs, c0, c1, step)
+        rows(cpu_nest, cpu_nest.body, [cpu_nest.row_offsets])
+        cpu_nest.close()
     e.add(func.ReturnOp())
     entry.add_ops(e.ops)
     fn = func.FuncOp(name, (arg_types, []), Region(entry))
@@ -399,10 +449,13 @@ class CpuRows:
     threads' share; one [0, 1) pass when every dim is reduced), and per stage a
     nest over the reduced dims carrying the accumulators."""
 
-    def __init__(self, e, begin, end, sizes, kept, rdims, offs, c0, c1, step):
+    def __init__(self, e, begin, end, sizes, kept, rdims, offs, c0, c1, step, inner=True):
         self.sizes, self.rdims, self.c0, self.c1, self.step = sizes, rdims, c0, c1, step
         self._opened: list[tuple[Block, _Emitter]] = []
         em = e
+        if not kept and not inner:  # the caller loops over the only kept dim itself
+            self.body, self.row_offsets = em, offs
+            return
         for n, d in enumerate(kept or [None]):
             blk = Block(arg_types=[INDEX])
             lo, hi = (begin, end) if n == 0 else (c0, sizes[d])

@@ -27,15 +27,23 @@ func.func @softmax(%x: tensor<4x8xf16>) -> tensor<4x8xf16> attributes {fusion.ke
 
 // -----
 
-// A sum over the batch: the kept dim 1 is the outer loop (split over threads), the
-// row output is stored once per kept index, the full output in the last nest.
+// A sum over the batch: the kept dim 1 is innermost, so 8 neighbouring columns
+// share one nest over dim 0 (8 accumulators), within the threads' [begin, end);
+// row outputs are stored once per column, full outputs in the last nest; the
+// columns left over run one at a time.
 // CHECK-LABEL: func.func @bias_grad(
 // CHECK-SAME:    %[[B:[0-9]+]]: index, %[[E:[0-9]+]]: index, %[[N0:[0-9]+]]: index, %[[N1:[0-9]+]]: index,
-// CHECK:         scf.for %{{.*}} = %[[B]] to %[[E]]
-// CHECK:           %[[S:.*]] = scf.for %{{.*}} = %{{.*}} to %[[N0]] step %{{.*}} iter_args
-// CHECK:           memref.store %[[S]]
+// CHECK:         %[[W:.*]] = arith.constant 8 : index
+// CHECK:         %[[MID:.*]] = arith.addi %[[B]], %{{.*}} : index
+// CHECK:         scf.for %{{.*}} = %[[B]] to %[[MID]] step %[[W]] {
+// CHECK:           %[[S0:[0-9]+]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} = scf.for %{{.*}} = %{{.*}} to %[[N0]] step %{{.*}} iter_args({{.*}}) -> (f32, f32, f32, f32, f32, f32, f32, f32) {
+// CHECK:           memref.store %[[S0]]
+// CHECK-COUNT-7:   memref.store
 // CHECK:           scf.for %{{.*}} = %{{.*}} to %[[N0]]
-// CHECK:             memref.store
+// CHECK-COUNT-8:     memref.store
+// CHECK:         scf.for %{{.*}} = %[[MID]] to %[[E]] step %{{.*}} {
+// CHECK:           %[[S:.*]] = scf.for %{{.*}} = %{{.*}} to %[[N0]] step %{{.*}} iter_args({{.*}}) -> (f32) {
+// CHECK:           memref.store %[[S]]
 func.func @bias_grad(%g: tensor<16x8xf32>, %y: tensor<16x8xf32>) -> (tensor<1x8xf32>, tensor<16x8xf32>) attributes {fusion.kernel} {
   %s = aten.sigmoid %y : tensor<16x8xf32> -> tensor<16x8xf32>
   %h = aten.mul %g, %s : tensor<16x8xf32>, tensor<16x8xf32> -> tensor<16x8xf32>
