@@ -196,13 +196,15 @@ class _Values:
 
     body: Block
     domain: Domain
-    load: Callable[[object, SSAValue, Sequence[SSAValue]], SSAValue]
+    load: Callable[[_Emitter, SSAValue, Sequence[SSAValue]], SSAValue]
     scalar_of: dict[SSAValue, SSAValue]
     row: dict[SSAValue, SSAValue]
-    row_emitter: object
+    row_emitter: _Emitter
     row_offsets: list[SSAValue]
 
-    def get(self, v: SSAValue, e, offsets: Sequence[SSAValue], cache: dict) -> SSAValue:
+    def get(
+        self, v: SSAValue, e: _Emitter, offsets: Sequence[SSAValue], cache: dict[SSAValue, SSAValue]
+    ) -> SSAValue:
         if v in self.scalar_of:
             return self.scalar_of[v]
         if v in self.row:
@@ -306,13 +308,13 @@ def build_reduction_kernel(
     for d in rdims:
         count = e.add(arith.MuliOp(count, sizes[d]))
 
-    def load(em, v: SSAValue, offsets: Sequence[SSAValue]) -> SSAValue:
+    def load(em: _Emitter, v: SSAValue, offsets: Sequence[SSAValue]) -> SSAValue:
         k = plan.operand_of[v]
         loaded = em.add(memref.LoadOp.get(mems[k][0], [offsets[k]]))
         et = v.type.get_element_type()  # type: ignore[attr-defined]
         return em.add(arith.ExtFOp(loaded, F32)) if et in (F16, BF16) else loaded
 
-    def step(em, offs: Sequence[SSAValue], iv: SSAValue, d: int) -> list[SSAValue]:
+    def step(em: _Emitter, offs: Sequence[SSAValue], iv: SSAValue, d: int) -> list[SSAValue]:
         # `offs` may hold several lanes' offsets (blocked kept dim), mems repeating.
         lanes = len(offs) // len(mems)
         return [
@@ -320,7 +322,7 @@ def build_reduction_kernel(
             for o, (_, strides) in zip(offs, list(mems) * lanes, strict=True)
         ]
 
-    def store(em, k: int, val: SSAValue, offsets: Sequence[SSAValue]) -> None:
+    def store(em: _Emitter, k: int, val: SSAValue, offsets: Sequence[SSAValue]) -> None:
         t = outs[k]
         et = t.get_element_type()  # type: ignore[attr-defined]
         val = em.cast(val, compute_type(et))
@@ -444,12 +446,28 @@ def build_reduction_kernel(
     return fn, sig
 
 
+BodyFn = Callable[[_Emitter, list[SSAValue], list[SSAValue]], list[SSAValue]]
+
+
 class CpuRows:
     """The CPU nest: loops over the kept dims (the first over [begin, end), the
     threads' share; one [0, 1) pass when every dim is reduced), and per stage a
     nest over the reduced dims carrying the accumulators."""
 
-    def __init__(self, e, begin, end, sizes, kept, rdims, offs, c0, c1, step, inner=True):
+    def __init__(
+        self,
+        e: _Emitter,
+        begin: SSAValue,
+        end: SSAValue,
+        sizes: Sequence[SSAValue],
+        kept: Sequence[int],
+        rdims: Sequence[int],
+        offs: list[SSAValue],
+        c0: SSAValue,
+        c1: SSAValue,
+        step: Callable[[_Emitter, Sequence[SSAValue], SSAValue, int], list[SSAValue]],
+        inner: bool = True,
+    ):
         self.sizes, self.rdims, self.c0, self.c1, self.step = sizes, rdims, c0, c1, step
         self._opened: list[tuple[Block, _Emitter]] = []
         em = e
@@ -466,7 +484,14 @@ class CpuRows:
                 offs = step(em, offs, blk.args[0], d)
         self.body, self.row_offsets = em, offs
 
-    def _nest(self, em, dims, offs, accs, body_fn):
+    def _nest(
+        self,
+        em: _Emitter,
+        dims: Sequence[int],
+        offs: Sequence[SSAValue],
+        accs: Sequence[SSAValue],
+        body_fn: BodyFn,
+    ) -> list[SSAValue]:
         """Loops over `dims` carrying `accs`; `body_fn(emitter, offsets, accs)` gives
         the next accumulators at each element. Returns the final ones."""
         if not dims:
@@ -482,13 +507,25 @@ class CpuRows:
         em.ops.append(loop)
         return list(loop.results)
 
-    def reduce(self, em, offs, accs, body_fn, combine):
+    def reduce(
+        self,
+        em: _Emitter,
+        offs: Sequence[SSAValue],
+        accs: Sequence[SSAValue],
+        body_fn: BodyFn,
+        combine: BodyFn,
+    ) -> list[SSAValue]:
         return self._nest(em, self.rdims, offs, accs, body_fn)
 
-    def full(self, em, offs, body_fn) -> None:
+    def full(
+        self,
+        em: _Emitter,
+        offs: Sequence[SSAValue],
+        body_fn: Callable[[_Emitter, list[SSAValue]], None],
+    ) -> None:
         self._nest(em, self.rdims, offs, [], lambda ie, o, _a: body_fn(ie, o) or [])
 
-    def first_lane(self, em):
+    def first_lane(self, em: _Emitter) -> tuple[_Emitter, Callable[[], None]]:
         return em, lambda: None
 
     def close(self) -> None:
