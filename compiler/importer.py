@@ -1191,6 +1191,8 @@ def _reduction(op_cls: type[Operation]) -> Handler:
 _register(torch.sum, "sum")(_reduction(aten.SumOp))
 _register(torch.mean, "mean")(_reduction(aten.MeanOp))
 
+# Reductions and normalizations (softmax, layer_norm, ...) register from their module.
+from fusec import import_normalizations as _import_normalizations  # noqa: E402, F401
 
 # In-place forms (`x.exp_()`, `torch.exp_(x)`, `F.relu_(x)`) map like their
 # out-of-place op; `_Importer.map_in_place` adds the write back.

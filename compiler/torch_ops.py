@@ -256,6 +256,46 @@ def _reduction(op: Operation) -> OpFn:
     return lambda x: (fn(x, dims, keepdim=keep, dtype=dtype),)
 
 
+def _extremum(op: Operation) -> OpFn:
+    fn = torch.amax if op.name == "aten.amax" else torch.amin
+    dims = _ints(op, "dims") or []
+    keep = bool(_prop(op, "keepdim", False))
+    return lambda x: (fn(x, dims, keepdim=keep),)
+
+
+def _variance(op: Operation) -> OpFn:
+    fn = torch.var if op.name == "aten.var" else torch.std
+    dims = _ints(op, "dims")
+    keep = bool(_prop(op, "keepdim", False))
+    correction = _prop(op, "correction", 1)
+    return lambda x: (fn(x, dims, correction=correction, keepdim=keep),)
+
+
+def _softmax(op: Operation) -> OpFn:
+    fn = torch.softmax if op.name == "aten.softmax" else torch.log_softmax
+    dim = _prop(op, "dim")
+    dtype = torch_dtype(op.results[0].type)
+    return lambda x: (fn(x, dim, dtype=dtype),)
+
+
+def _layer_norm(op: Operation) -> OpFn:
+    shape = _ints(op, "normalized_shape")
+    eps = _prop(op, "eps")
+    has_weight = bool(_prop(op, "has_weight", True))
+
+    def layer_norm(x: torch.Tensor, *params: torch.Tensor) -> tuple[torch.Tensor]:
+        w = params[0] if has_weight and params else None
+        b = params[-1] if len(params) == 2 or (params and not has_weight) else None
+        return (F.layer_norm(x, shape, w, b, eps),)
+
+    return layer_norm
+
+
+def _gather(op: Operation) -> OpFn:
+    dim = _prop(op, "dim")
+    return lambda x, index: (torch.gather(x, dim, index),)
+
+
 def _copy(op: Operation) -> OpFn:
     def copy(dst: torch.Tensor, src: Any) -> tuple[()]:
         if isinstance(src, torch.Tensor):
@@ -298,6 +338,14 @@ _BUILDERS: dict[str, Callable[[Operation], OpFn]] = {
     "aten.linear": lambda op: _one(F.linear),
     "aten.sum": _reduction,
     "aten.mean": _reduction,
+    "aten.amax": _extremum,
+    "aten.amin": _extremum,
+    "aten.var": _variance,
+    "aten.std": _variance,
+    "aten.softmax": _softmax,
+    "aten.log_softmax": _softmax,
+    "aten.layer_norm": _layer_norm,
+    "aten.gather": _gather,
     "aten.copy_": _copy,
     "aten.size": lambda op: lambda x: (x.shape,),
     "fusion.broadcast_sizes": _broadcast_sizes,

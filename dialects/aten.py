@@ -76,6 +76,11 @@ class ShapeOp(OpTrait):
     computes none. Passes decide case by case which of these can enter a group."""
 
 
+class Reduction(OpTrait):
+    """A reduction over `dims` (all when absent) of one tensor: `fuse` lets it join a
+    group, whose kernel loops over the kept dims with an inner loop over `dims`."""
+
+
 def number_value(attr: Attribute | None, default: float | int) -> float | int:
     """The Python value of an optional `Number` property."""
     if attr is None:
@@ -1026,7 +1031,7 @@ class ReductionOp(AtenOp, ABC):
     result = result_def(TensorType)
     dims = opt_prop_def(IntArray)
     keepdim = opt_prop_def(IntegerAttr[BOOL])
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), Reduction())
     assembly_format = (
         "$input (`dims` `=` $dims^)? (`keepdim` `=` $keepdim^)? attr-dict `:` type($input) "
         "`->` type($result)"
@@ -1079,6 +1084,228 @@ class MeanOp(ReductionOp):
         if not inf.is_float(inf.element_type(out[0])):
             raise VerifyException(f"needs a floating-point result, got {out[0]}")
         return out
+
+
+class ExtremumOp(ReductionOp, ABC):
+    """`amax`/`amin`: the result has the input's dtype."""
+
+    def default_dtype(self, t: TensorType) -> Attribute:
+        return t.get_element_type()
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
+        out = super().infer_result_types(operand_types)
+        t = _require_tensor(self, operand_types[0])
+        return [TensorType(t.get_element_type(), inf.shape_of(out[0]))]
+
+
+@irdl_op_definition
+class AmaxOp(ExtremumOp):
+    """Maximum over `dims` (all when absent); NaN wins, as in `torch.amax`.
+
+    %r = aten.amax %x dims = [1] keepdim = true : tensor<2x3xf32> -> tensor<2x1xf32>
+    """
+
+    name = "aten.amax"
+
+
+@irdl_op_definition
+class AminOp(ExtremumOp):
+    """Minimum over `dims` (all when absent); NaN wins, as in `torch.amin`.
+
+    %r = aten.amin %x dims = [1] : tensor<2x3xf32> -> tensor<2xf32>
+    """
+
+    name = "aten.amin"
+
+
+class VarianceOp(ReductionOp, ABC):
+    """`var`/`std` over `dims` with Bessel's `correction` (default 1); floats only.
+    `decompose-reductions` writes them as two passes (mean, then squared deviations),
+    which stays accurate where the one-pass `E[x^2] - E[x]^2` cancels."""
+
+    correction = opt_prop_def(Number)
+    assembly_format = (
+        "$input (`dims` `=` $dims^)? (`keepdim` `=` $keepdim^)? "
+        "(`correction` `=` $correction^)? attr-dict `:` type($input) `->` type($result)"
+    )
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
+        t = _require_tensor(self, operand_types[0])
+        if not inf.is_float(t.get_element_type()):
+            raise VerifyException(f"needs a floating-point input, got {t}")
+        out = super().infer_result_types(operand_types)
+        if inf.element_type(out[0]) != t.get_element_type():
+            raise VerifyException(f"result dtype must be the input's, got {out[0]}")
+        return out
+
+
+@irdl_op_definition
+class VarOp(VarianceOp):
+    """Variance over `dims`: sum((x - mean)^2) / (N - correction).
+
+    %r = aten.var %x dims = [1] correction = 0 : i64 : tensor<2x3xf32> -> tensor<2xf32>
+    """
+
+    name = "aten.var"
+
+
+@irdl_op_definition
+class StdOp(VarianceOp):
+    """Standard deviation over `dims`: sqrt(var).
+
+    %r = aten.std %x dims = [1] keepdim = true : tensor<2x3xf32> -> tensor<2x1xf32>
+    """
+
+    name = "aten.std"
+
+
+class NormalizationOp(AtenOp, ABC):
+    """A composite op `decompose-reductions` expands into reductions and pointwise
+    ops, so it fuses into one group; unfused, it runs as the PyTorch function."""
+
+    traits = traits_def(Pure())
+
+
+class SoftmaxLikeOp(NormalizationOp, ABC):
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    dim = prop_def(IntegerAttr[I64])
+    assembly_format = "$input `dim` `=` $dim attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue | Operation, dim: int, dtype: Attribute | None = None):
+        t = SSAValue.get(input).type
+        assert isinstance(t, TensorType)
+        res = TensorType(dtype or t.get_element_type(), t.get_shape())
+        super().__init__([input], {"dim": IntegerAttr(dim, I64)}, [res])
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
+        t = _require_tensor(self, operand_types[0])
+        inf.normalize_dim(self.dim.value.data, max(t.get_num_dims(), 1))
+        dt = self.results[0].type.get_element_type() if self.results else t.get_element_type()
+        if not inf.is_float(dt):
+            raise VerifyException(f"needs a floating-point result, got {dt}")
+        return [TensorType(dt, t.get_shape())]
+
+
+@irdl_op_definition
+class SoftmaxOp(SoftmaxLikeOp):
+    """`torch.softmax(x, dim)`: exp(x - max) / sum(exp(x - max)); the result type may
+    name a dtype (`dtype=` of `F.softmax`).
+
+    %r = aten.softmax %x dim = -1 : tensor<4x8xf32> -> tensor<4x8xf32>
+    """
+
+    name = "aten.softmax"
+
+
+@irdl_op_definition
+class LogSoftmaxOp(SoftmaxLikeOp):
+    """`torch.log_softmax(x, dim)`: x - max - log(sum(exp(x - max))).
+
+    %r = aten.log_softmax %x dim = 1 : tensor<4x8xf32> -> tensor<4x8xf32>
+    """
+
+    name = "aten.log_softmax"
+
+
+@irdl_op_definition
+class LayerNormOp(NormalizationOp):
+    """`F.layer_norm(x, normalized_shape, weight, bias, eps)` over the trailing
+    `len(normalized_shape)` dims; `weight`/`bias` are optional (in that order: a bias
+    alone is written with `has_weight = false`).
+
+    %r = aten.layer_norm %x, %w, %b normalized_shape = [8] eps = 1.0e-05 : f64
+           : tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+    """
+
+    name = "aten.layer_norm"
+    input = operand_def(TensorType)
+    params = var_operand_def(TensorType)
+    result = result_def(TensorType)
+    normalized_shape = prop_def(IntArray)
+    eps = prop_def(Number)
+    has_weight = opt_prop_def(IntegerAttr[BOOL])
+    assembly_format = (
+        "$input (`,` $params^)? `normalized_shape` `=` $normalized_shape `eps` `=` $eps "
+        "(`has_weight` `=` $has_weight^)? attr-dict `:` type($input) (`,` type($params)^)? `->` type($result)"
+    )
+
+    def __init__(
+        self,
+        input: SSAValue | Operation,
+        normalized_shape: Sequence[int],
+        weight: SSAValue | Operation | None = None,
+        bias: SSAValue | Operation | None = None,
+        eps: float = 1e-5,
+    ):
+        params = [p for p in (weight, bias) if p is not None]
+        props: dict[str, Attribute | None] = {
+            "normalized_shape": DenseArrayBase.from_list(i64, list(normalized_shape)),
+            "eps": number_attr(float(eps)),
+            "has_weight": IntegerAttr(0, BOOL) if weight is None and bias is not None else None,
+        }
+        super().__init__([input, params], props)
+
+    @property
+    def weight(self) -> SSAValue | None:
+        has_w = self.has_weight is None or bool(self.has_weight.value.data)
+        return self.params[0] if has_w and self.params else None
+
+    @property
+    def bias(self) -> SSAValue | None:
+        n = len(self.params)
+        return self.params[-1] if n == 2 or (n == 1 and self.weight is None) else None
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
+        t = _require_tensor(self, operand_types[0])
+        if not inf.is_float(t.get_element_type()):
+            raise VerifyException(f"needs a floating-point input, got {t}")
+        norm = list(self.normalized_shape.get_values())
+        shape = list(t.get_shape())
+        if not norm or len(norm) > len(shape) or shape[len(shape) - len(norm) :] != norm:
+            raise VerifyException(
+                f"normalized_shape {norm} is not the trailing shape of {inf.format_shape(shape)}"
+            )
+        if len(operand_types) > 3:
+            raise VerifyException("takes at most a weight and a bias")
+        for p in operand_types[1:]:
+            pt = _require_tensor(self, p, "weight or bias")
+            if list(pt.get_shape()) != norm:
+                raise VerifyException(f"weight and bias must have shape {norm}, got {pt}")
+        return [TensorType(t.get_element_type(), shape)]
+
+
+@irdl_op_definition
+class GatherOp(AtenOp):
+    """`torch.gather(x, dim, index)`: picks elements along `dim` (a barrier that runs
+    through PyTorch; cross-entropy uses it to pick the target's logit).
+
+    %r = aten.gather %x, %i dim = 1 : tensor<4x8xf32>, tensor<4x1xi64> -> tensor<4x1xf32>
+    """
+
+    name = "aten.gather"
+    input = operand_def(TensorType)
+    index = operand_def(TensorType)
+    result = result_def(TensorType)
+    dim = prop_def(IntegerAttr[I64])
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$input `,` $index `dim` `=` $dim attr-dict `:` type($input) `,` type($index) "
+        "`->` type($result)"
+    )
+
+    def __init__(self, input: SSAValue | Operation, dim: int, index: SSAValue | Operation):
+        super().__init__([input, index], {"dim": IntegerAttr(dim, I64)})
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
+        t = _require_tensor(self, operand_types[0])
+        i = _require_tensor(self, operand_types[1], "index")
+        if i.get_element_type() != I64:
+            raise VerifyException(f"index must be i64, got {i}")
+        if i.get_num_dims() != t.get_num_dims():
+            raise VerifyException("index and input must have the same rank")
+        inf.normalize_dim(self.dim.value.data, max(t.get_num_dims(), 1))
+        return [TensorType(t.get_element_type(), i.get_shape())]
 
 
 @irdl_op_definition
@@ -1218,5 +1445,6 @@ ATEN_OPS: list[type[Operation]] = [
 ]  # fmt: skip
 
 ATEN_OPS += [CopyOp, SizeOp]
+ATEN_OPS += [AmaxOp, AminOp, VarOp, StdOp, SoftmaxOp, LogSoftmaxOp, LayerNormOp, GatherOp]
 
 Aten = Dialect("aten", ATEN_OPS, [SizeType])

@@ -117,6 +117,13 @@ class BinaryToLLVM(RewritePattern):
             return
         a, b = (to_llvm(v, rewriter) for v in op.operands)
         new = cls(a, b)  # type: ignore[call-arg]
+        flags = getattr(op, "fastmath", None)
+        if flags is not None and flags.data:
+            # Only reduction accumulators carry flags (`reassoc`, so LLVM may
+            # vectorize the sum); they pass through to the llvm op.
+            new.properties["fastmathFlags"] = llvm.FastMathAttr(
+                [llvm.FastMathFlag(getattr(f, "value", f)) for f in flags.data]
+            )
         replace_with_llvm(op, [new], new.results[0], rewriter)
 
 

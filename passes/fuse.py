@@ -47,6 +47,7 @@ from fusec.passes.fusion_utils import (
     merge_groups,
     wrap_in_group,
 )
+from fusec.passes.reduction_domain import fusion_shape, is_fusible_reduction
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Operation, OpResult, SSAValue
@@ -68,7 +69,7 @@ that a 10,000-op chain compiles in seconds, not hours."""
 def _is_producer_for(consumer: Operation, producer: Operation) -> bool:
     """Pointwise ops and groups fuse; a chunk fuses only if `consumer` holds all its
     uses (its outputs become views inside the group, as the seeds' ConstantChunk)."""
-    if isinstance(producer, GroupOp) or is_pointwise(producer):
+    if isinstance(producer, GroupOp) or is_pointwise(producer) or is_fusible_reduction(producer):
         return not in_group(producer) and not reads_cat_exit(consumer, producer)
     if isinstance(producer, ChunkOp):
         return all(u.operation is consumer for r in producer.results for u in r.uses)
@@ -141,11 +142,18 @@ def try_fuse(
                 f"{size} ops (max-group-ops={state.max_group_ops})",
             )
         return False
+    # One kernel loops over one reduction domain (see `reduction_domain`).
+    shapes = state.fusion_shapes
+    mine, theirs = fusion_shape(consumer, shapes), fusion_shape(producer, shapes)
+    joined = mine.join(theirs) if mine is not None and theirs is not None else None
+    if joined is None:
+        return False
     group = consumer if isinstance(consumer, GroupOp) else wrap_in_group(consumer, rewriter, state)
     if isinstance(producer, GroupOp):
         merge_groups(group, producer, rewriter, state)
     else:
         absorb_op(group, producer, rewriter, state)
+    shapes[group] = joined
     return True
 
 

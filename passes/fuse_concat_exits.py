@@ -43,7 +43,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from fusec.dialects.aten import CatOp
+from fusec.dialects.aten import CatOp, Reduction
 from fusec.dialects.fusion import GroupOp, YieldOp
 from fusec.dialects.inference import normalize_dim
 from fusec.passes.fusion_utils import DEFAULT_ARG_LIMIT, check_arg_limit, in_group
@@ -66,7 +66,12 @@ def _exit_group(cat: CatOp) -> GroupOp | None:
     if len(owners) != 1 or any(not isinstance(v, OpResult) for v in cat.inputs):
         return None
     (owner,) = owners
-    return owner if isinstance(owner, GroupOp) else None
+    if not isinstance(owner, GroupOp):
+        return None
+    # A reduction kernel writes rows and full tensors in different loops: no cat exits.
+    if any(op.has_trait(Reduction) for op in owner.body.block.ops):
+        return None
+    return owner
 
 
 def _kernel_outputs(group: GroupOp) -> int:

@@ -25,6 +25,7 @@ import heapq
 import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from fusec.dialects.aten import CopyOp, Pointwise
 from fusec.dialects.fusion import GroupOp, YieldOp
@@ -36,6 +37,9 @@ from xdsl.ir import Block, BlockArgument, Operation, OpResult, Region, SSAValue,
 from xdsl.pattern_rewriter import PatternRewriter
 from xdsl.rewriter import InsertPoint
 from xdsl.traits import is_side_effect_free
+
+if TYPE_CHECKING:
+    from fusec.passes.reduction_domain import FusionShape
 
 DEFAULT_ARG_LIMIT = 128
 """Kernel arguments (inputs + outputs) a group may take, as the seeds' NVRTC limit."""
@@ -68,8 +72,10 @@ def is_scalar_constant(op: Operation | None) -> bool:
 
 
 def is_consumer(op: Operation) -> bool:
-    """Ops a producer can fuse into: pointwise ops and existing groups."""
-    return isinstance(op, GroupOp) or is_pointwise(op)
+    """Ops a producer can fuse into: pointwise ops, reductions and existing groups."""
+    from fusec.passes.reduction_domain import is_fusible_reduction
+
+    return isinstance(op, GroupOp) or is_pointwise(op) or is_fusible_reduction(op)
 
 
 def is_group_input(value: SSAValue) -> bool:
@@ -96,6 +102,10 @@ class FusionState:
         default_factory=dict[Block, tuple[list[int], list[object]]]
     )
 
+    fusion_shapes: dict[Operation, FusionShape] = field(
+        default_factory=dict[Operation, "FusionShape"]
+    )
+    """Each group's reduction domain and space (`reduction_domain`), kept by `try_fuse`."""
     _version: dict[Operation, int] = field(default_factory=dict[Operation, int])
     _scanned: dict[Operation, int] = field(default_factory=dict[Operation, int])
     _hints: dict[Operation, dict[Operation, None]] = field(

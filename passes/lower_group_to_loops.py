@@ -135,10 +135,21 @@ class KernelSignature:
     outputs: tuple[OutputSpec, ...]
     target: str = "cpu"
     exits: tuple[CatExit, ...] = ()
+    reduce_dims: tuple[int, ...] = ()
+    """Index-space dims a reduction kernel reduces (`lower_reduction_to_loops`): its
+    outermost loop, the one [begin, end) splits, is the first dim not among them
+    (on nvptx, one block per index of the kept dims)."""
 
     @property
     def loop_rank(self) -> int:
         return max(self.rank, 1)
+
+    def parallel_extent(self, space: Sequence[int]) -> int:
+        """The size of the dim [begin, end) ranges over (1 when all are reduced)."""
+        if not self.reduce_dims:
+            return space[0] if space else 1
+        kept = [s for d, s in enumerate(space) if d not in self.reduce_dims]
+        return kept[0] if kept else 1
 
 
 def dtype_name(t: Attribute) -> str:
@@ -541,6 +552,10 @@ def build_loop_kernel(
 ) -> tuple[func.FuncOp, KernelSignature]:
     """Builds the loop-level kernel of a group body (block args = group inputs,
     terminator yields the outputs), and its plain-data signature."""
+    if any(op.has_trait(aten.Reduction) for op in body.ops):
+        from fusec.passes.lower_reduction_to_loops import build_reduction_kernel
+
+        return build_reduction_kernel(name, body, result_types, target)
     plan = _plan(body)
     out_values, outs, exits = _exit_outputs(body, result_types)
     yielded = body.last_op.operands if body.last_op is not None else ()

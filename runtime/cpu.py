@@ -261,7 +261,7 @@ class CpuKernel:
             return results
         args = self._array()
         sizes = list(space) if space else [1]
-        args[1] = sizes[0]
+        args[1] = sig.parallel_extent(sizes)
         lrank = sig.loop_rank
         for d in range(lrank):
             args[2 + d] = sizes[d]
@@ -321,9 +321,12 @@ class CpuKernel:
         strides = [
             _normalized(broadcast_strides(t, space) if space else [0], sizes) for t in tensors
         ]
-        fixed = [_size_one_dims(t, lrank) for t in operands]
-        sizes, strides = _memory_order(sizes, strides, fixed)
-        _coalesce(sizes, strides)
+        # A reduction kernel knows its reduced dims by position: they keep their order.
+        reducing = bool(sig.reduce_dims)
+        if not reducing:
+            fixed = [_size_one_dims(t, lrank) for t in operands]
+            sizes, strides = _memory_order(sizes, strides, fixed)
+            _coalesce(sizes, strides)
         sources: list[tuple[int, int]] = []
         for k, t in enumerate(tensors):
             if k < len(operands):
@@ -333,7 +336,7 @@ class CpuKernel:
                 base = t if t._base is None else t._base
                 sources.append((-1 - alloc_of[id(base)], t.data_ptr() - base.data_ptr()))
         plan_template[0] = 0
-        plan_template[1] = sizes[0]
+        plan_template[1] = sig.parallel_extent(sizes)
         for d in range(lrank):
             plan_template[2 + d] = sizes[d]
         pointers = []
@@ -344,7 +347,10 @@ class CpuKernel:
             for d in range(lrank):
                 plan_template[slot + 1 + d] = strides[k][d]
             slot += 1 + lrank
-        chunks = _split(sizes, strides, item, [p[0] for p in pointers])
+        if reducing:  # [begin, end) ranges over the first kept dim
+            chunks = _split_range(sig.parallel_extent(sizes), math.prod(sizes))
+        else:
+            chunks = _split(sizes, strides, item, [p[0] for p in pointers])
         plan = LaunchPlan(alloc_specs, result_index, tuple(pointers), plan_template, chunks, False)
         self._remember(key, plan)
         return plan
@@ -423,6 +429,18 @@ def _coalesce(sizes: list[int], strides: list[list[int]]) -> None:
         sizes[d] = 1
         for s in strides:
             s[d] = 0
+
+
+def _split_range(
+    n: int, total: int
+) -> tuple[tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]], ...]:
+    """The work split over threads through the kernel's [begin, end) arguments
+    alone, over a range of `n` (a reduction kernel's first kept dim)."""
+    chunks = min(num_threads(), n)
+    if chunks <= 1 or total < _MIN_PARALLEL_ELEMENTS:
+        return (((), ()),)
+    bounds = [n * k // chunks for k in range(chunks + 1)]
+    return tuple((((0, bounds[k]), (1, bounds[k + 1])), ()) for k in range(chunks))
 
 
 def _split(

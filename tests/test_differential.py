@@ -182,7 +182,7 @@ def test_comparisons_where_and_integer_division():
 def test_unsupported_ops_are_left_unfused_and_still_right():
     def fn(x, y):
         a = torch.sigmoid(x) * y
-        s = torch.softmax(a, dim=-1)  # not fusec's: runs through PyTorch
+        s = torch.softmax(a, dim=-1)  # fuses with the sigmoid; cumsum and topk do not
         c = torch.cumsum(s, 1)
         return torch.tanh(c) + a, torch.topk(c, 2, dim=1).values
 

@@ -1,0 +1,75 @@
+// RUN: fusec-opt %s -p lower-group-to-loops --split-input-file --verify-diagnostics | filecheck %s
+
+// Softmax: per kept index, one nest per stage carrying its accumulator (f32 for
+// f16 data), then the epilogue nest writes the output.
+// CHECK-LABEL: func.func @softmax(
+// CHECK-SAME:    %[[B:.*]]: index, %[[E:.*]]: index, %[[N0:.*]]: index, %[[N1:.*]]: index, %[[X:.*]]: memref<?xf16>, %{{.*}}: index, %{{.*}}: index, %[[O:.*]]: memref<?xf16>, %{{.*}}: index, %{{.*}}: index)
+// CHECK:         scf.for %{{.*}} = %[[B]] to %[[E]]
+// CHECK:           %[[NEG:.*]] = arith.constant 0xff800000 : f32
+// CHECK:           %[[M:.*]] = scf.for %{{.*}} = %{{.*}} to %[[N1]] step %{{.*}} iter_args(%[[MA:.*]] = %[[NEG]]) -> (f32) {
+// CHECK:             llvm.call_intrinsic "llvm.maximum.f32"(%[[MA]], %{{.*}}) : (f32, f32) -> f32
+// CHECK:           %[[S:.*]] = scf.for %{{.*}} = %{{.*}} to %[[N1]] step %{{.*}} iter_args(%[[SA:.*]] = %{{.*}}) -> (f32) {
+// CHECK:             %[[D:.*]] = arith.subf %{{.*}}, %[[M]] : f32
+// CHECK:             %[[EX:.*]] = math.exp %[[D]] : f32
+// CHECK:             arith.addf %[[SA]], %[[EX]] fastmath<reassoc> : f32
+// CHECK:           scf.for %{{.*}} = %{{.*}} to %[[N1]]
+// CHECK:             arith.divf %{{.*}}, %[[S]] : f32
+// CHECK:             arith.truncf %{{.*}} : f32 to f16
+// CHECK:             memref.store %{{.*}}, %[[O]]
+func.func @softmax(%x: tensor<4x8xf16>) -> tensor<4x8xf16> attributes {fusion.kernel} {
+  %m = aten.amax %x dims = [1] keepdim = true : tensor<4x8xf16> -> tensor<4x1xf16>
+  %d = aten.sub %x, %m : tensor<4x8xf16>, tensor<4x1xf16> -> tensor<4x8xf16>
+  %e = aten.exp %d : tensor<4x8xf16> -> tensor<4x8xf16>
+  %s = aten.sum %e dims = [1] keepdim = true : tensor<4x8xf16> -> tensor<4x1xf16>
+  %r = aten.div %e, %s : tensor<4x8xf16>, tensor<4x1xf16> -> tensor<4x8xf16>
+  func.return %r : tensor<4x8xf16>
+}
+
+// -----
+
+// A sum over the batch: the kept dim 1 is innermost, so 8 neighbouring columns
+// share one nest over dim 0 (8 accumulators), within the threads' [begin, end);
+// row outputs are stored once per column, full outputs in the last nest; the
+// columns left over run one at a time.
+// CHECK-LABEL: func.func @bias_grad(
+// CHECK-SAME:    %[[B:[0-9]+]]: index, %[[E:[0-9]+]]: index, %[[N0:[0-9]+]]: index, %[[N1:[0-9]+]]: index,
+// CHECK:         %[[W:.*]] = arith.constant 8 : index
+// CHECK:         %[[MID:.*]] = arith.addi %[[B]], %{{.*}} : index
+// CHECK:         scf.for %{{.*}} = %[[B]] to %[[MID]] step %[[W]] {
+// CHECK:           %[[S0:[0-9]+]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} = scf.for %{{.*}} = %{{.*}} to %[[N0]] step %{{.*}} iter_args({{.*}}) -> (f32, f32, f32, f32, f32, f32, f32, f32) {
+// CHECK:           memref.store %[[S0]]
+// CHECK-COUNT-7:   memref.store
+// CHECK:           scf.for %{{.*}} = %{{.*}} to %[[N0]]
+// CHECK-COUNT-8:     memref.store
+// CHECK:         scf.for %{{.*}} = %[[MID]] to %[[E]] step %{{.*}} {
+// CHECK:           %[[S:.*]] = scf.for %{{.*}} = %{{.*}} to %[[N0]] step %{{.*}} iter_args({{.*}}) -> (f32) {
+// CHECK:           memref.store %[[S]]
+func.func @bias_grad(%g: tensor<16x8xf32>, %y: tensor<16x8xf32>) -> (tensor<1x8xf32>, tensor<16x8xf32>) attributes {fusion.kernel} {
+  %s = aten.sigmoid %y : tensor<16x8xf32> -> tensor<16x8xf32>
+  %h = aten.mul %g, %s : tensor<16x8xf32>, tensor<16x8xf32> -> tensor<16x8xf32>
+  %db = aten.sum %h dims = [0] keepdim = true : tensor<16x8xf32> -> tensor<1x8xf32>
+  func.return %db, %h : tensor<1x8xf32>, tensor<16x8xf32>
+}
+
+// -----
+
+// var: Welford's update carries (count, mean, M2) through the nest.
+// CHECK-LABEL: func.func @var(
+// CHECK:         %{{.*}}, %{{.*}}, %[[M2:.*]] = scf.for {{.*}} -> (f32, f32, f32) {
+// CHECK:           arith.divf
+// CHECK:         arith.divf %[[M2]]
+// CHECK:         math.sqrt
+func.func @var(%x: tensor<4x8xf32>) -> tensor<4x1xf32> attributes {fusion.kernel} {
+  %v = aten.std %x dims = [1] keepdim = true : tensor<4x8xf32> -> tensor<4x1xf32>
+  func.return %v : tensor<4x1xf32>
+}
+
+// -----
+
+// A group the fuser never forms (two domains) is a clear error, not a wrong kernel.
+// CHECK: lower-group-to-loops: the reductions of one group must reduce the same dims of the same shape
+func.func @two_domains(%x: tensor<4x8xf32>) -> (tensor<4x1xf32>, tensor<1x8xf32>) attributes {fusion.kernel} {
+  %a = aten.sum %x dims = [1] keepdim = true : tensor<4x8xf32> -> tensor<4x1xf32>
+  %b = aten.sum %x dims = [0] keepdim = true : tensor<4x8xf32> -> tensor<1x8xf32>
+  func.return %a, %b : tensor<4x1xf32>, tensor<1x8xf32>
+}

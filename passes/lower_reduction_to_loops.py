@@ -1,0 +1,534 @@
+"""The loop level of a `fusion.group` that holds reductions (`lower-group-to-loops`
+calls `build_reduction_kernel` for those).
+
+All reductions of such a group reduce the same dims of one index space (`fuse`
+checks it), so a value of the group is either *full* (it varies along the reduced
+dims) or a *row* value (size 1 on every reduced dim: reduction results, and what
+is computed from them and from row-shaped inputs). The kernel loops over the kept
+dims (the outermost one split over threads by [begin, end)); per kept index it runs
+one inner loop nest over the reduced dims per *stage* (reductions whose inputs need
+no other pending reduction share a stage), computing the prologue of those
+reductions and carrying their accumulators as loop-carried values, then computes
+the row values now available, and at the end one more nest writes the full
+outputs (the epilogue reads the row values, broadcast back by construction):
+
+    %m = aten.amax %x dims = [1] keepdim = true ; %e = aten.exp (%x - %m)
+    %s = aten.sum %e dims = [1] keepdim = true ; %r = aten.div %e, %s
+->
+    scf.for %i0 = %begin to %end {
+      %m = scf.for %j = 0 to %n1 iter_args(%a = -inf) { ... arith.maximumf ... }
+      %s = scf.for %j = 0 to %n1 iter_args(%a = 0.0) { ... math.exp ... arith.addf ... }
+      scf.for %j = 0 to %n1 { ... arith.divf ... memref.store ... }
+    }
+
+Accumulators are f32 for f16/bf16 (as PyTorch's kernels), i64 for integer sums;
+`var`/`std` use Welford's update (one pass, no cancellation). On `nvptx` each
+kept index is one block: its threads stride over the reduced index space, and the
+partial accumulators are combined with warp shuffles and one shared-memory step.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from fusec.dialects import aten
+from fusec.dialects.inference import BF16, BOOL, F16, F32
+from fusec.passes.lower_group_to_loops import (
+    _VIEW_OPS,
+    DYN,
+    KernelSignature,
+    OutputSpec,
+    _check_dtype,
+    _Emitter,
+    _exit_outputs,
+    _maximum,
+    _plan,
+    _storage_type,
+    compute_type,
+    dtype_name,
+    emit_pointwise,
+    is_floating,
+)
+from fusec.passes.lower_reduction_gpu import WarpRows
+from fusec.passes.reduction_domain import Domain, is_reduction, keeps_dims
+from fusec.passes.reduction_domain import body_domain as _body_domain
+from xdsl.dialects import arith, func, llvm, memref, scf
+from xdsl.dialects import math as mathd
+from xdsl.dialects.builtin import (
+    IndexType,
+    IntegerType,
+    MemRefType,
+    TensorType,
+    UnitAttr,
+)
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.utils.exceptions import DiagnosticException
+
+INDEX = IndexType()
+BLOCK = 8
+"""Kept columns that share a reduction nest when the innermost dim is kept."""
+
+_KINDS = {
+    "aten.sum": "sum",
+    "aten.mean": "mean",
+    "aten.amax": "max",
+    "aten.amin": "min",
+    "aten.var": "var",
+    "aten.std": "std",
+}
+
+
+def body_domain(body: Block) -> Domain | None:
+    """The one domain of the group's reductions, all of them keeping their dims."""
+    dom = _body_domain(body)
+    for op in body.ops:
+        if is_reduction(op) and not keeps_dims(op):
+            raise DiagnosticException(
+                f"lower-group-to-loops: {op.name} inside a group must keep its dims "
+                "(decompose-reductions makes them so)"
+            )
+    return dom
+
+
+# ----------------------------------------------------------------- accumulators
+
+
+def _acc_type(op: Operation) -> Attribute:
+    t = op.results[0].type
+    assert isinstance(t, TensorType)
+    return compute_type(t.get_element_type())
+
+
+def _extreme(e: _Emitter, t: Attribute, is_max: bool) -> SSAValue:
+    """The identity of max (min): -inf (+inf), or the integer type's bound."""
+    if is_floating(t):
+        return e.const(-math.inf if is_max else math.inf, t)
+    if t == BOOL:
+        return e.const(0 if is_max else 1, t)
+    assert isinstance(t, IntegerType)
+    bits = t.width.data
+    return e.const(-(2 ** (bits - 1)) if is_max else 2 ** (bits - 1) - 1, t)
+
+
+def _init(e: _Emitter, kind: str, t: Attribute) -> list[SSAValue]:
+    if kind in ("max", "min"):
+        return [_extreme(e, t, kind == "max")]
+    if kind in ("var", "std"):
+        return [e.const(0.0, t), e.const(0.0, t), e.const(0.0, t)]  # count, mean, M2
+    return [e.const(0, t)]
+
+
+def _update(e: _Emitter, kind: str, accs: list[SSAValue], x: SSAValue) -> list[SSAValue]:
+    t = accs[0].type
+    x = e.cast(x, t)
+    if kind in ("max", "min") and is_floating(t):
+        # `llvm.maximum`: NaN-propagating like `torch.amax`, and a reduction LLVM
+        # vectorizes (the compare-and-select form of `arith.maximumf` is not).
+        name = f"llvm.{'maximum' if kind == 'max' else 'minimum'}.{t}"
+        return [e.add(llvm.CallIntrinsicOp(name, [accs[0], x], [t]))]
+    if kind in ("max", "min"):
+        return [_maximum(e, accs[0], x, kind == "max")]
+    if kind in ("var", "std"):
+        n, mean, m2 = accs
+        n = e.add(arith.AddfOp(n, e.const(1.0, t)))
+        delta = e.add(arith.SubfOp(x, mean))
+        mean = e.add(arith.AddfOp(mean, e.add(arith.DivfOp(delta, n))))
+        m2 = e.add(arith.AddfOp(m2, e.add(arith.MulfOp(delta, e.add(arith.SubfOp(x, mean))))))
+        return [n, mean, m2]
+    if t == BOOL:
+        return [e.add(arith.OrIOp(accs[0], x))]
+    if is_floating(t):
+        # PyTorch's own sum kernels reassociate (vectorized partial sums), so may we.
+        return [e.add(arith.AddfOp(accs[0], x, flags=arith.FastMathFlagsAttr(["reassoc"])))]
+    return [e.add(arith.AddiOp(accs[0], x))]
+
+
+def _combine(e: _Emitter, kind: str, a: list[SSAValue], b: list[SSAValue]) -> list[SSAValue]:
+    """Two partial accumulators of one reduction as one (the GPU's tree steps)."""
+    if kind in ("max", "min"):
+        return [_maximum(e, a[0], b[0], kind == "max")]
+    if kind in ("var", "std"):
+        # Chan et al.'s parallel Welford step; an empty side (n = 0) leaves the other.
+        (na, ma, qa), (nb, mb, qb) = a, b
+        t = na.type
+        n = e.add(arith.AddfOp(na, nb))
+        zero = e.const(0.0, t)
+        safe_n = e.add(arith.SelectOp(e.add(arith.CmpfOp(n, zero, "oeq")), e.const(1.0, t), n))
+        delta = e.add(arith.SubfOp(mb, ma))
+        wb = e.add(arith.DivfOp(nb, safe_n))
+        mean = e.add(arith.AddfOp(ma, e.add(arith.MulfOp(delta, wb))))
+        cross = e.add(arith.MulfOp(e.add(arith.MulfOp(delta, delta)), e.add(arith.MulfOp(na, wb))))
+        m2 = e.add(arith.AddfOp(e.add(arith.AddfOp(qa, qb)), cross))
+        return [n, mean, m2]
+    t = a[0].type
+    if t == BOOL:
+        return [e.add(arith.OrIOp(a[0], b[0]))]
+    return [e.add(arith.AddfOp(a[0], b[0]) if is_floating(t) else arith.AddiOp(a[0], b[0]))]
+
+
+def _finish(e: _Emitter, op: Operation, accs: list[SSAValue], count: SSAValue) -> SSAValue:
+    """The reduction's value from its accumulators (`count`: reduced elements, index)."""
+    kind = _KINDS[op.name]
+    t = accs[0].type
+    if kind == "mean":
+        n = e.add(arith.SIToFPOp(e.add(arith.IndexCastOp(count, IntegerType(64))), t))
+        return e.add(arith.DivfOp(accs[0], n))
+    if kind in ("var", "std"):
+        n, _, m2 = accs
+        attr = op.properties.get("correction")
+        correction = attr.value.data if attr is not None else 1  # type: ignore[union-attr]
+        var = e.add(arith.DivfOp(m2, e.add(arith.SubfOp(n, e.const(float(correction), t)))))
+        if kind == "std":
+            return e.add(mathd.SqrtOp(var))
+        return var
+    return accs[0]
+
+
+# ----------------------------------------------------------------- the kernel
+
+
+@dataclass
+class _Values:
+    """Computes group values on demand at one of two levels: once per kept index
+    (`row`, kept across stages) or once per element of a reduced-dims nest."""
+
+    body: Block
+    domain: Domain
+    load: Callable[[_Emitter, SSAValue, Sequence[SSAValue]], SSAValue]
+    scalar_of: dict[SSAValue, SSAValue]
+    row: dict[SSAValue, SSAValue]
+    row_emitter: _Emitter
+    row_offsets: list[SSAValue]
+
+    def get(
+        self, v: SSAValue, e: _Emitter, offsets: Sequence[SSAValue], cache: dict[SSAValue, SSAValue]
+    ) -> SSAValue:
+        if v in self.scalar_of:
+            return self.scalar_of[v]
+        if v in self.row:
+            return self.row[v]
+        if self.domain.is_row(v.type) and e is not self.row_emitter:
+            return self.get(v, self.row_emitter, self.row_offsets, self.row)
+        if v in cache:
+            return cache[v]
+        owner = v.owner
+        if isinstance(owner, Block) or owner.parent_block() is not self.body or _is_view(owner):
+            res = self.load(e, v, offsets)
+        elif isinstance(owner, arith.ConstantOp):
+            res = e.add(arith.ConstantOp(owner.value, owner.result.type))
+        elif is_reduction(owner):
+            raise DiagnosticException(
+                f"lower-group-to-loops: {owner.name} is read before its stage ran"
+            )
+        else:
+            if not owner.has_trait(aten.Pointwise):
+                raise DiagnosticException(f"lower-group-to-loops: {owner.name} is not pointwise")
+            args = [self.get(o, e, offsets, cache) for o in owner.operands]
+            res = emit_pointwise(e, owner, args)
+        cache[v] = res
+        return res
+
+
+def _is_view(op: Operation) -> bool:
+    return isinstance(op, _VIEW_OPS)
+
+
+def _stages(body: Block) -> list[list[Operation]]:
+    """Reductions by stage: a reduction waits for every reduction its input reads."""
+    level: dict[SSAValue, int] = {}
+    stages: list[list[Operation]] = []
+    for op in body.ops:
+        deps = [level.get(o, 0) for o in op.operands]
+        here = max(deps, default=0)
+        if is_reduction(op):
+            while len(stages) <= here:
+                stages.append([])
+            stages[here].append(op)
+            here += 1
+        for r in op.results:
+            level[r] = here
+    return stages
+
+
+def build_reduction_kernel(
+    name: str, body: Block, result_types: Sequence[Attribute], target: str = "cpu"
+) -> tuple[func.FuncOp, KernelSignature]:
+    """The loop-level kernel of a group body with reductions; same arguments and
+    signature layout as `build_loop_kernel`, plus `KernelSignature.reduce_dims`."""
+    domain = body_domain(body)
+    assert domain is not None
+    plan = _plan(body)
+    out_values, outs, exits = _exit_outputs(body, result_types)
+    if exits:
+        raise DiagnosticException("lower-group-to-loops: a group with reductions has no cat exits")
+    rank = len(domain.shape)
+    for t in outs:
+        assert isinstance(t, TensorType)
+        if t.get_num_dims() > rank:
+            raise DiagnosticException(
+                "lower-group-to-loops: an output of a reduction group is larger than its domain"
+            )
+    lrank = max(rank, 1)
+    gpu = target != "cpu"
+
+    arg_types: list[Attribute] = [INDEX] if gpu else [INDEX, INDEX]
+    arg_types += [INDEX] * lrank
+    mem_types: list[Attribute] = [
+        MemRefType(_storage_type(spec.dtype, body), [DYN]) for spec in plan.operands
+    ]
+    out_specs: list[OutputSpec] = []
+    for t in outs:
+        assert isinstance(t, TensorType)
+        et = t.get_element_type()
+        _check_dtype(et)
+        mem_types.append(MemRefType(et, [DYN]))
+        out_specs.append(OutputSpec(dtype_name(et), tuple(t.get_shape())))
+    for mt in mem_types:
+        arg_types += [mt] + [INDEX] * lrank
+    arg_types += [body.args[i].type for i, _ in plan.scalars]
+    entry = Block(arg_types=arg_types)
+    a = list(entry.args)
+    pos = 1 if gpu else 2
+    sizes = a[pos : pos + lrank]
+    pos += lrank
+    mems: list[tuple[SSAValue, list[SSAValue]]] = []
+    for _ in mem_types:
+        mems.append((a[pos], a[pos + 1 : pos + 1 + lrank]))
+        pos += 1 + lrank
+    scalar_of = {v: a[pos + k] for v, k in plan.scalar_of.items()}
+
+    e = _Emitter()
+    c0 = e.const(0, INDEX)
+    c1 = e.const(1, INDEX)
+    rdims = list(domain.dims) if rank else [0]
+    kept = [d for d in range(lrank) if d not in rdims]
+    count = c1
+    for d in rdims:
+        count = e.add(arith.MuliOp(count, sizes[d]))
+
+    def load(em: _Emitter, v: SSAValue, offsets: Sequence[SSAValue]) -> SSAValue:
+        k = plan.operand_of[v]
+        loaded = em.add(memref.LoadOp.get(mems[k][0], [offsets[k]]))
+        et = v.type.get_element_type()  # type: ignore[attr-defined]
+        return em.add(arith.ExtFOp(loaded, F32)) if et in (F16, BF16) else loaded
+
+    def step(em: _Emitter, offs: Sequence[SSAValue], iv: SSAValue, d: int) -> list[SSAValue]:
+        # `offs` may hold several lanes' offsets (blocked kept dim), mems repeating.
+        lanes = len(offs) // len(mems)
+        return [
+            em.add(arith.AddiOp(o, em.add(arith.MuliOp(iv, strides[d]))))
+            for o, (_, strides) in zip(offs, list(mems) * lanes, strict=True)
+        ]
+
+    def store(em: _Emitter, k: int, val: SSAValue, offsets: Sequence[SSAValue]) -> None:
+        t = outs[k]
+        et = t.get_element_type()  # type: ignore[attr-defined]
+        val = em.cast(val, compute_type(et))
+        if et in (F16, BF16):
+            val = em.add(arith.TruncFOp(val, et))
+        j = len(plan.operands) + k
+        em.add(memref.StoreOp.get(val, mems[j][0], [offsets[j]]))
+
+    zero_offs = [c0 for _ in mems]
+    stages = _stages(body)
+    row_outs = [k for k, v in enumerate(out_values) if domain.is_row(v.type)]
+    full_outs = [k for k, v in enumerate(out_values) if not domain.is_row(v.type)]
+    nm = len(mems)
+
+    def rows(nest: CpuRows | WarpRows, ke: _Emitter, lanes: list[list[SSAValue]]) -> None:
+        """Everything for the kept indices whose offsets are `lanes` (one per lane):
+        the stages' reduction nests (shared by the lanes), the row outputs and the
+        full outputs."""
+        flat = [o for lane in lanes for o in lane]
+        values = [_Values(body, domain, load, scalar_of, {}, ke, lane) for lane in lanes]
+        for stage in stages:
+            kinds = [_KINDS[op.name] for op in stage]
+            inits: list[SSAValue] = []
+            spans: list[tuple[int, int]] = []
+            for _ in lanes:
+                for op, kind in zip(stage, kinds, strict=True):
+                    init = _init(ke, kind, _acc_type(op))
+                    spans.append((len(inits), len(inits) + len(init)))
+                    inits += init
+
+            def update(ie: _Emitter, offs, accs, stage=stage, kinds=kinds, spans=spans):
+                new: list[SSAValue] = []
+                for u, vals in enumerate(values):
+                    cache: dict[SSAValue, SSAValue] = {}
+                    lane_offs = offs[u * nm : (u + 1) * nm]
+                    for i, (op, kind) in enumerate(zip(stage, kinds, strict=True)):
+                        lo, hi = spans[u * len(stage) + i]
+                        x = vals.get(op.operands[0], ie, lane_offs, cache)
+                        new += _update(ie, kind, list(accs[lo:hi]), x)
+                return new
+
+            def combine(ie: _Emitter, x, y, kinds=kinds, spans=spans):
+                out: list[SSAValue] = []
+                for i, (lo, hi) in enumerate(spans):
+                    out += _combine(ie, kinds[i % len(kinds)], list(x[lo:hi]), list(y[lo:hi]))
+                return out
+
+            finals = nest.reduce(ke, flat, inits, update, combine)
+            for u, vals in enumerate(values):
+                for i, op in enumerate(stage):
+                    lo, hi = spans[u * len(stage) + i]
+                    vals.row[op.results[0]] = _finish(ke, op, list(finals[lo:hi]), count)
+        if row_outs:
+            row_vals = [
+                [vals.get(out_values[k], ke, lane, vals.row) for k in row_outs]
+                for vals, lane in zip(values, lanes, strict=True)
+            ]
+            we, close_first = nest.first_lane(ke)
+            for lane, lane_vals in zip(lanes, row_vals, strict=True):
+                for k, val in zip(row_outs, lane_vals, strict=True):
+                    store(we, k, val, lane)
+            close_first()
+        if full_outs:
+
+            def write(ie: _Emitter, offs) -> None:
+                for u, vals in enumerate(values):
+                    cache: dict[SSAValue, SSAValue] = {}
+                    lane_offs = offs[u * nm : (u + 1) * nm]
+                    for k in full_outs:
+                        store(ie, k, vals.get(out_values[k], ie, lane_offs, cache), lane_offs)
+
+            nest.full(ke, flat, write)
+
+    if gpu:
+        warp_nest = WarpRows(e, sizes, kept, rdims, zero_offs, c0, c1, step)
+        rows(warp_nest, warp_nest.body, [warp_nest.row_offsets])
+        warp_nest.close()
+    elif kept and kept[-1] == rank - 1 and rdims:
+        # The innermost dim is kept (a sum over the batch, say): walking one column
+        # at a time would stride through memory, so BLOCK neighbouring columns share
+        # each reduction nest (one cache line per reduced index), the rest one by one.
+        nest = CpuRows(e, a[0], a[1], sizes, kept[:-1], rdims, zero_offs, c0, c1, step,
+                       inner=len(kept) > 1)  # fmt: skip
+        pe, po = nest.body, nest.row_offsets
+        d = kept[-1]
+        lo, hi = (c0, sizes[d]) if len(kept) > 1 else (a[0], a[1])
+        block = pe.const(BLOCK, INDEX)
+        main = pe.add(
+            arith.MuliOp(pe.add(arith.DivUIOp(pe.add(arith.SubiOp(hi, lo)), block)), block)
+        )
+        mid = pe.add(arith.AddiOp(lo, main))
+        for start, stop, width in ((lo, mid, BLOCK), (mid, hi, 1)):
+            blk = Block(arg_types=[INDEX])
+            pe.ops.append(scf.ForOp(start, stop, block if width > 1 else c1, [], blk))
+            be = _Emitter([])
+            lanes = []
+            for u in range(width):
+                j = blk.args[0] if u == 0 else be.add(arith.AddiOp(blk.args[0], be.const(u, INDEX)))
+                lanes.append(step(be, po, j, d))
+            rows(nest, be, lanes)
+            be.add(scf.YieldOp())
+            blk.add_ops(be.ops)
+        nest.close()
+    else:
+        cpu_nest = CpuRows(e, a[0], a[1], sizes, kept, rdims, zero_offs, c0, c1, step)
+        rows(cpu_nest, cpu_nest.body, [cpu_nest.row_offsets])
+        cpu_nest.close()
+    e.add(func.ReturnOp())
+    entry.add_ops(e.ops)
+    fn = func.FuncOp(name, (arg_types, []), Region(entry))
+    fn.attributes["fusion.kernel"] = UnitAttr()
+    sig = KernelSignature(
+        rank=rank,
+        inputs=tuple(dtype_name(arg.type) for arg in body.args),
+        operands=tuple(plan.operands),
+        scalars=tuple(plan.scalars),
+        outputs=tuple(out_specs),
+        target=target,
+        reduce_dims=tuple(rdims),
+    )
+    return fn, sig
+
+
+BodyFn = Callable[[_Emitter, list[SSAValue], list[SSAValue]], list[SSAValue]]
+
+
+class CpuRows:
+    """The CPU nest: loops over the kept dims (the first over [begin, end), the
+    threads' share; one [0, 1) pass when every dim is reduced), and per stage a
+    nest over the reduced dims carrying the accumulators."""
+
+    def __init__(
+        self,
+        e: _Emitter,
+        begin: SSAValue,
+        end: SSAValue,
+        sizes: Sequence[SSAValue],
+        kept: Sequence[int],
+        rdims: Sequence[int],
+        offs: list[SSAValue],
+        c0: SSAValue,
+        c1: SSAValue,
+        step: Callable[[_Emitter, Sequence[SSAValue], SSAValue, int], list[SSAValue]],
+        inner: bool = True,
+    ):
+        self.sizes, self.rdims, self.c0, self.c1, self.step = sizes, rdims, c0, c1, step
+        self._opened: list[tuple[Block, _Emitter]] = []
+        em = e
+        if not kept and not inner:  # the caller loops over the only kept dim itself
+            self.body, self.row_offsets = em, offs
+            return
+        for n, d in enumerate(kept or [None]):
+            blk = Block(arg_types=[INDEX])
+            lo, hi = (begin, end) if n == 0 else (c0, sizes[d])
+            em.ops.append(scf.ForOp(lo, hi, c1, [], blk))
+            em = _Emitter([])
+            self._opened.append((blk, em))
+            if d is not None:
+                offs = step(em, offs, blk.args[0], d)
+        self.body, self.row_offsets = em, offs
+
+    def _nest(
+        self,
+        em: _Emitter,
+        dims: Sequence[int],
+        offs: Sequence[SSAValue],
+        accs: Sequence[SSAValue],
+        body_fn: BodyFn,
+    ) -> list[SSAValue]:
+        """Loops over `dims` carrying `accs`; `body_fn(emitter, offsets, accs)` gives
+        the next accumulators at each element. Returns the final ones."""
+        if not dims:
+            return body_fn(em, offs, accs)
+        d = dims[0]
+        blk = Block(arg_types=[INDEX] + [v.type for v in accs])
+        inner = _Emitter([])
+        inner_offs = self.step(inner, offs, blk.args[0], d)
+        new = self._nest(inner, dims[1:], inner_offs, list(blk.args[1:]), body_fn)
+        inner.add(scf.YieldOp(*new))
+        blk.add_ops(inner.ops)
+        loop = scf.ForOp(self.c0, self.sizes[d], self.c1, list(accs), blk)
+        em.ops.append(loop)
+        return list(loop.results)
+
+    def reduce(
+        self,
+        em: _Emitter,
+        offs: Sequence[SSAValue],
+        accs: Sequence[SSAValue],
+        body_fn: BodyFn,
+        combine: BodyFn,
+    ) -> list[SSAValue]:
+        return self._nest(em, self.rdims, offs, accs, body_fn)
+
+    def full(
+        self,
+        em: _Emitter,
+        offs: Sequence[SSAValue],
+        body_fn: Callable[[_Emitter, list[SSAValue]], None],
+    ) -> None:
+        self._nest(em, self.rdims, offs, [], lambda ie, o, _a: body_fn(ie, o) or [])
+
+    def first_lane(self, em: _Emitter) -> tuple[_Emitter, Callable[[], None]]:
+        return em, lambda: None
+
+    def close(self) -> None:
+        for blk, inner in reversed(self._opened):
+            inner.add(scf.YieldOp())
+            blk.add_ops(inner.ops)
