@@ -280,11 +280,12 @@ def _reshape(ctx: Any, x: Any, size: Any) -> SSAValue:
     if -1 in shape:
         ctx.bakes_size("a -1 size")
     out = ctx.real[ctx.node]
-    cls = aten.ViewOp if ctx.node.target in _VIEWS else aten.ReshapeOp
-    return ctx.add_op(cls(ctx.tensor(x), list(out.shape))).results[0]
+    # `aten.reshape`, not `aten.view`: ATen graphs are functional, so no write
+    # observes the difference, and the tensor this program feeds the op may be
+    # laid out differently from eager's (a fused `clone` is not a strided copy).
+    return ctx.add_op(aten.ReshapeOp(ctx.tensor(x), list(out.shape))).results[0]
 
 
-_VIEWS = {A.view.default, A._unsafe_view.default}
 _entry(A.view.default, A._unsafe_view.default, A.reshape.default)(_reshape)
 
 

@@ -98,6 +98,9 @@ class OpaqueCall:
     args: tuple[Any, ...]
     kwargs: dict[str, Any]
     multi: bool
+    kept: tuple[int, ...] | None = None
+    """For a multi-result call with None among its results (ATen backward ops with
+    an output mask): the positions of the results that are values."""
 
     def bind(self, root: nn.Module) -> Callable[..., tuple[Any, ...]]:
         """A callable over the op's runtime operands that returns its results."""
@@ -110,7 +113,7 @@ class OpaqueCall:
                 return getattr(obj, name)(*args, **kwargs)
         else:
             fn = self.target
-        args, kwargs, multi = self.args, self.kwargs, self.multi
+        args, kwargs, multi, kept = self.args, self.kwargs, self.multi, self.kept
 
         def fill(a: Any, ops: Sequence[Any]) -> Any:
             if isinstance(a, OperandRef):
@@ -125,6 +128,8 @@ class OpaqueCall:
             r = fn(*fill(args, ops), **fill(kwargs, ops))
             if r is None:
                 return ()
+            if kept is not None:
+                return tuple(r[i] for i in kept)
             return tuple(r) if multi else (r,)
 
         return call
@@ -513,6 +518,10 @@ class _Importer:
         values = list(value) if multi else [value]
         if value is None:  # run for its effect (e.g. a grad-mode switch); nothing flows
             multi, values = True, []
+        kept = None
+        if multi and any(v is None for v in values):
+            kept = tuple(i for i, v in enumerate(values) if v is not None)
+            values = [values[i] for i in kept]
         try:
             result_types = [value_type(v) for v in values]
         except _NotMapped as e:
@@ -547,9 +556,12 @@ class _Importer:
         self.add_op(op)
         for r in op.results:
             r.name_hint = _hint(node.name)
-        self.opaque[node.name] = OpaqueCall(node.op, node.target, args, kwargs, multi)
+        self.opaque[node.name] = OpaqueCall(node.op, node.target, args, kwargs, multi, kept)
         if value is None:
             return Const(None)
+        if kept is not None:
+            results = iter(op.results)
+            return tuple(next(results) if i in kept else Const(None) for i in range(len(value)))
         return tuple(op.results) if multi else op.results[0]
 
     def map_node(self, node: torch.fx.Node, value: Any) -> Any:
@@ -648,6 +660,8 @@ def _target_name(node: torch.fx.Node) -> str:
     if node.op == "call_module":
         return f"module.{node.target}"
     t = node.target
+    if isinstance(t, torch._ops.OpOverload):
+        return str(t)  # aten.add.Tensor
     mod = getattr(t, "__module__", None) or ""
     name = getattr(t, "__qualname__", None) or getattr(t, "__name__", None) or str(t)
     if name.startswith("_VariableFunctionsClass."):
