@@ -59,6 +59,16 @@ OPAQUE_UNTIL_REDUCTIONS: tuple[Any, ...] = (
 """OpOverloads deliberately left to `aten.opaque` for now (they run eagerly)."""
 
 
+OPAQUE_SUBSTITUTES: dict[Any, Any] = {
+    A.view.default: A.reshape.default,
+    A._unsafe_view.default: A.reshape.default,
+}
+"""What an opaque node runs instead of its target. A view with runtime sizes runs
+as a reshape: the tensor fusec feeds it may be laid out unlike eager's (a fused
+`clone` is not a strided copy), and in functional ATen graphs no write can tell
+a view from a copy."""
+
+
 def handler_for(target: Any) -> Handler | None:
     """The table's handler for an OpOverload, or None (the node becomes opaque)."""
     return ATEN_TABLE.get(target)

@@ -311,7 +311,11 @@ class _Importer:
             module.verify()
         except VerifyException as e:
             raise UnsupportedGraph(f"imported IR does not verify: {e}") from e
-        return ImportedGraph(module, f, self.inputs, outputs, self.opaque, self.shape_dependent)
+        # In a graph with symbolic sizes, the sizes that are still constants are
+        # those Dynamo specialized and guards itself; symbolic ones never became
+        # constants (`bakes_size`), so the program serves every shape.
+        shape_dependent = self.shape_dependent and not self.symbolic
+        return ImportedGraph(module, f, self.inputs, outputs, self.opaque, shape_dependent)
 
     def import_input(self, node: torch.fx.Node, value: Any) -> Any:
         # Inputs are numbered by placeholder position, constants included.
@@ -556,7 +560,12 @@ class _Importer:
         self.add_op(op)
         for r in op.results:
             r.name_hint = _hint(node.name)
-        self.opaque[node.name] = OpaqueCall(node.op, node.target, args, kwargs, multi, kept)
+        target = node.target
+        if isinstance(target, torch._ops.OpOverload):
+            from fusec.aten_table import OPAQUE_SUBSTITUTES
+
+            target = OPAQUE_SUBSTITUTES.get(target, target)
+        self.opaque[node.name] = OpaqueCall(node.op, target, args, kwargs, multi, kept)
         if value is None:
             return Const(None)
         if kept is not None:
