@@ -276,3 +276,35 @@ def test_unmapped_aten_op_runs_opaque_and_the_log_names_it(caplog):
         assert_same(c(x), f(x))
     assert c.launches_per_call == 1
     assert "cumsum" in caplog.text and "aten.opaque" in caplog.text
+
+
+def test_a_program_failing_at_run_time_falls_back_to_eager(monkeypatch, caplog):
+    from fusec.runtime.program import HostProgram
+
+    def f(x):
+        return torch.sigmoid(x) * 2 + 1
+
+    c = fusec.compile(f)
+    x = torch.randn(6)
+    assert_same(c(x), f(x))
+    assert c.launches_per_call == 1
+
+    def fault(self, inputs):
+        raise RuntimeError("kernel fault")
+
+    monkeypatch.setattr(HostProgram, "__call__", fault)
+    with caplog.at_level(logging.WARNING, logger="fusec"):
+        assert_same(c(x), f(x))
+        assert_same(c(x), f(x))  # the specialization now runs eagerly
+    assert caplog.text.count("kernel fault") == 1
+    assert c.launches_per_call == 0
+
+
+def test_an_eager_error_is_still_raised():
+    def f(x, y):
+        return torch.sigmoid(x) + y
+
+    c = fusec.compile(f)
+    c(torch.randn(4), torch.randn(4))
+    with pytest.raises(RuntimeError):
+        c(torch.randn(4), torch.randn(5))
