@@ -461,10 +461,10 @@ _entry(A.mean.dim, A.mean.default)(_reduction(aten.MeanOp))
 
 @_entry(A.sym_size.int)
 def _sym_size(ctx: Any, x: Any, dim: Any) -> Any:
-    """A size read in a graph with symbolic shapes is a runtime value (`aten.opaque`
-    returning i64); in a static graph it is a constant like `x.size(d)`."""
+    """A size read in a graph with symbolic shapes is a runtime value
+    (`aten.sym_size`); in a static graph it is a constant like `x.size(d)`."""
     if ctx.symbolic:
-        raise imp._NotMapped("a symbolic size is read at run time")
+        return ctx.add_op(aten.SymSizeOp(ctx.tensor(x), ctx.const(dim))).results[0]
     ctx.bakes_size("a size read from an input")
     return ctx.constant(int(ctx.real[ctx.node]))
 

@@ -308,3 +308,20 @@ def test_an_eager_error_is_still_raised():
     c(torch.randn(4), torch.randn(4))
     with pytest.raises(RuntimeError):
         c(torch.randn(4), torch.randn(5))
+
+
+def test_a_symbolic_size_of_an_exported_program_is_a_runtime_value():
+    class ScaledFlatten(torch.nn.Module):
+        def forward(self, x):
+            return x.view(x.size(0), -1).sigmoid() * x.size(0)
+
+    model = ScaledFlatten()
+    batch = torch.export.Dim("batch")
+    ep = torch.export.export(model, (torch.randn(4, 3, 2),), dynamic_shapes=[{0: batch}])
+    f = fusec.compile(ep)
+    for n in (4, 7, 2):
+        x = torch.randn(n, 3, 2)
+        assert_same(f(x), model(x))
+        assert f.launches_per_call == 1
+    assert len(f.specializations) == 1
+    assert "aten.sym_size" in f.ir()
