@@ -325,3 +325,54 @@ def test_a_symbolic_size_of_an_exported_program_is_a_runtime_value():
         assert f.launches_per_call == 1
     assert len(f.specializations) == 1
     assert "aten.sym_size" in f.ir()
+
+
+A = torch.ops.aten
+
+
+def aten_ops_graph(x, y, g, w, b):
+    """Most entries of the ATen table, called as OpOverloads (as ATen graphs do)."""
+    s = A.sigmoid.default(x)
+    t = A.tanh.default(y)
+    grads = [
+        A.sigmoid_backward.default(g, s),
+        A.tanh_backward.default(g, t),
+        A.threshold_backward.default(g, x, 0.0),
+        A.gelu_backward.default(g, x),
+        A.silu_backward.default(g, x),
+    ]
+    p = A.rsub.Scalar(A.clamp_min.default(x, -0.5), 1.0)
+    q = A.where.self(A.gt.Scalar(x, 0.0), A.clamp_max.default(y, 0.3), A.neg.default(y))
+    r = A._to_copy.default(A.mul.Tensor(p, q), dtype=torch.float64)
+    c = A.clone.default(A.div.Tensor_mode(x, A.add.Scalar(A.abs.default(y), 1.0), rounding_mode="floor"))
+    cat = A.cat.default([A.pow.Tensor_Scalar(s, 2), t], 1)
+    pieces = A.split.Tensor(cat, x.shape[1], 1)
+    mm = A.addmm.default(b, A.view.default(pieces[0], [-1, x.shape[1]]), A.t.default(w))
+    sel = A.select.int(mm, 1, 0)
+    sl = A.slice.Tensor(mm, 1, 1, 9223372036854775807)
+    red = A.sum.dim_IntList(sl, [1], True)
+    mean = A.mean.dim(A.unsqueeze.default(sel, 1), [1])
+    sq = A.squeeze.dims(A.unsqueeze.default(A.unsqueeze.default(mean, 1), 0), [0, 2])
+    e = A.expand.default(A.unsqueeze.default(sq, 1), [x.shape[0], 3])
+    perm = A.permute.default(A._unsafe_view.default(A.mul.Tensor(e, 2.0), [3, x.shape[0]]), [1, 0])
+    soft = A._softmax.default(mm, 1, False)
+    amax = A.amax.default(mm, [1], True)
+    full = A.full.default([1, 1], 2.0, dtype=torch.float32, device=x.device)
+    lin = A.linear.default(x, w)
+    bm = A.bmm.default(A.unsqueeze.default(x, 0), A.unsqueeze.default(A.t.default(w), 0))
+    return (*grads, r, c, red, perm, soft + amax * full, lin + A.squeeze.dim(bm, 0))
+
+
+@pytest.mark.parametrize("rows", [4, 7])
+def test_aten_table_entries_match_eager(rows):
+    x, y, g = (torch.randn(rows, 5) for _ in range(3))
+    w, b = torch.randn(3, 5), torch.randn(3)
+    f = fusec.compile(aten_ops_graph)
+    with torch.no_grad():
+        assert_same(f(x, y, g, w, b), aten_ops_graph(x, y, g, w, b))
+    assert f.launches_per_call > 0
+    opaque = {
+        op.properties["target"].data for op in f.last.imported.func.walk() if op.name == "aten.opaque"
+    }
+    # What has no aten op yet (h13: softmax, amax) and the factory `full`.
+    assert opaque == {"aten._softmax.default", "aten.amax.default", "aten.full.default"}
