@@ -376,3 +376,26 @@ def test_aten_table_entries_match_eager(rows):
     }
     # What has no aten op yet (h13: softmax, amax) and the factory `full`.
     assert opaque == {"aten._softmax.default", "aten.amax.default", "aten.full.default"}
+
+
+def test_sizes_read_in_a_dynamic_graph_are_never_baked():
+    """Dynamo's dynamic graphs read sizes with `x.size()`, `x.shape[d]`, `numel()`:
+    each is a runtime value (`aten.sym_size`, `aten.size`), so a second shape
+    runs the same program and matches eager."""
+
+    def f(x):
+        b, t, c = x.shape
+        y = x.reshape(x.size(0) * x.size(1), -1).sigmoid()
+        z = y.view(x.shape) * x.size(-1) + x.new_zeros(x.size())
+        return z + x[:, -1:, :] * (x.numel() / b) + x.shape[1:][0]
+
+    torch._dynamo.reset()
+    backend = Recorder()
+    compiled = torch.compile(f, backend=backend, dynamic=True)
+    for shape in [(2, 3, 4), (3, 5, 6), (4, 2, 8)]:
+        x = torch.randn(shape)
+        assert_same(compiled(x), f(x))
+    assert len(backend.compiled) == 1
+    fn = backend.compiled[0]
+    assert len(fn.specializations) == 1 and fn.launches_per_call > 0
+    assert "aten.size" in fn.ir()  # x.shape read per call, not a constant
