@@ -403,6 +403,8 @@ def _split_with_sizes(ctx: Any, x: Any, sizes: Any, dim: Any = 0) -> tuple[SSAVa
 @_entry(A.split.Tensor)
 def _split(ctx: Any, x: Any, split_size: Any, dim: Any = 0) -> tuple[SSAValue, ...]:
     pieces = [p.shape[ctx.const(dim)] for p in ctx.real[ctx.node]]
+    if not _static_dim(ctx, ctx.node.args[0], ctx.const(dim)):
+        ctx.bakes_size("split by a piece size")  # the piece count follows the size
     return _pieces(ctx, x, pieces, ctx.const(dim))
 
 

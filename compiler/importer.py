@@ -979,6 +979,8 @@ def _split(
     s = ctx.const(split_size_or_sections)
     props: dict[str, Attribute] = {"dim": IntegerAttr(ctx.const(dim), inf.I64)}
     if isinstance(s, int):
+        # How many pieces there are depends on the size of `dim`.
+        ctx.bakes_size("split by a piece size")
         props["split_size"] = IntegerAttr(s, inf.I64)
     else:
         props["sizes"] = _int_array(list(s))

@@ -190,6 +190,23 @@ def test_flatten_at_a_new_shape_with_the_same_size_one_pattern():
         assert_same(c(x), f(x))
 
 
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x: x.split(2, 1)[0].exp() * 3,
+        lambda x: torch.ops.aten.split.Tensor(x, 2, 1)[0].exp() * 3,
+        lambda x: x[:, 1:].sigmoid() * 2 + x[..., -1:],
+        lambda x: x.unsqueeze(0).expand(3, -1, -1).exp() * 2,
+    ],
+)
+def test_size_dependent_shape_ops_at_new_shapes_with_the_same_pattern(fn):
+    c = fusec.compile(fn)
+    for shape in [(4, 6), (4, 10), (5, 8)]:
+        x = torch.randn(shape)
+        assert_same(c(x), fn(x))
+        assert c.launches_per_call == 1
+
+
 def test_symbolic_sizes_are_runtime_values_not_constants():
     def f(x):
         return x.view(x.size(0), -1).sigmoid() * x.size(0)
