@@ -220,6 +220,14 @@ def _alias(ctx: Any, x: Any) -> SSAValue:
     return ctx.tensor(x)
 
 
+@_entry(A.copy_.default)
+def _copy(ctx: Any, dst: Any, src: Any, non_blocking: Any = False) -> SSAValue:
+    """`copy_(dst, src)` (how torch.export writes a mutated buffer back): the value
+    written is `src` in `dst`'s dtype; the importer adds the `aten.copy_`."""
+    d, v = ctx.tensor(dst), ctx.tensor(src)
+    return ctx.add_op(aten.ToOp(v, d.type.get_element_type())).results[0]  # type: ignore[union-attr]
+
+
 # ------------------------------------------------- backward ops with a pointwise formula
 
 

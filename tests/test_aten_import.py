@@ -416,3 +416,42 @@ def test_sizes_read_in_a_dynamic_graph_are_never_baked():
     fn = backend.compiled[0]
     assert len(fn.specializations) == 1 and fn.launches_per_call > 0
     assert "aten.size" in fn.ir()  # x.shape read per call, not a constant
+
+
+class Counting(torch.nn.Module):
+    """Parameters, a mutated buffer, a lifted tensor constant and a dict output."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 8)
+        self.register_buffer("steps", torch.zeros(4))
+        self.scale = torch.tensor(0.5)
+
+    def forward(self, x, *, shift):
+        self.steps.add_(1)
+        i, f = self.lin(x).chunk(2, 1)
+        return {"out": torch.sigmoid(i) * torch.tanh(f) * self.scale + self.steps, "shift": x + shift}
+
+
+@pytest.mark.parametrize("decompose", [False, True])
+def test_exported_program_lifts_parameters_buffers_and_constants(decompose):
+    import copy
+
+    torch.manual_seed(0)
+    model = Counting()
+    eager = copy.deepcopy(model)
+    x = torch.randn(3, 4)
+    ep = torch.export.export(model, (x,), {"shift": torch.ones(4)})
+    if decompose:
+        ep = ep.run_decompositions()
+    f = fusec.compile(ep)
+    for _ in range(2):
+        with torch.no_grad():
+            got = f(x, shift=torch.ones(4))
+            want = eager(x, shift=torch.ones(4))
+        assert set(got) == {"out", "shift"}
+        assert_same(got["out"], want["out"])
+        assert_same(got["shift"], want["shift"])
+    assert f.launches_per_call > 0
+    assert_same(f.compiled.gm.steps, eager.steps)  # the buffer was written twice
+    assert f.compiled.gm.steps[0] == 2
