@@ -18,6 +18,15 @@ folded into constants, which makes the result valid only for the example shapes
 `x.size()`) is returned or passed to an opaque op: there it is `aten.size %x`, a
 runtime `torch.Size`, and the import stays valid for every shape.
 
+ATen-level graphs (`torch.export`, AOTAutograd, `make_fx`) import the same way:
+a node whose target is a `torch.ops.aten` OpOverload finds its builder in
+`fusec.aten_table`. In a graph Dynamo captured with symbolic sizes (SymInt
+placeholders) a size is never a constant: SymInts are i64 arguments, `x.size(d)`
+is `aten.sym_size`, a whole `x.size()` is `aten.size`, and an op that would bake a
+size (`flatten`, a `-1` in `view`) runs as `aten.opaque` over those runtime values,
+so one program serves every shape. Any node that cannot be mapped runs through
+PyTorch as `aten.opaque`, and the `fusec` logger says which node, op and why.
+
 In-place pointwise ops (`x.add_(y)`, `torch.relu_(x)`, `F.relu(x, inplace=True)`,
 `nn.ReLU(inplace=True)`, `x += y`) import as the out-of-place op and a write back:
 
