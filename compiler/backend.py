@@ -4,6 +4,14 @@ Dynamo hands over a `GraphModule` of the captured region and its example inputs;
 fusec compiles it like any graph (specializing on the first real call):
 
     model = torch.compile(model, backend="fusec")
+    model = torch.compile(model, backend="fusec", options={"max_specializations": 4})
+
+`options` are the fields of `fusec.compiled.CompileOptions`. With `dynamic=True`
+(or Dynamo's automatic dynamic shapes) the graph's symbolic sizes are SymInt
+inputs, runtime values of the program, so one program serves every size.
+
+The backend never raises where eager would not: an unknown option, or any failure
+while compiling, logs why and hands Dynamo the graph to run eagerly.
 
 `import fusec` registers the backend under the name "fusec" (when Dynamo's
 registry is imported, so importing fusec stays cheap); the `torch_dynamo_backends`
@@ -12,24 +20,46 @@ entry point `fusec = "fusec.backend:fusec_backend"` does the same without the im
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 import threading
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch.fx
-from fusec.compiled import CompiledFunction, compile
+from fusec.compiled import CompiledFunction, CompileOptions, compile
+
+log = logging.getLogger("fusec")
 
 _GRAPHS: list[weakref.ref[CompiledFunction]] = []
 _GRAPHS_LOCK = threading.Lock()
 
 
 def fusec_backend(
-    gm: torch.fx.GraphModule, example_inputs: Sequence[Any], **options: Any
-) -> CompiledFunction:
+    gm: torch.fx.GraphModule,
+    example_inputs: Sequence[Any],
+    options: dict[str, Any] | None = None,
+    **kwargs: Any,
+) -> Callable[..., Any]:
     """The Dynamo backend function: compile `gm` with fusec (and remember it for
-    `dynamo_graphs`)."""
-    fn = compile(gm, example_inputs, **options)
+    `dynamo_graphs`).
+
+    `torch.compile(..., options={...})` passes `options` as one dict; keyword
+    options (`fusec_backend(gm, inputs, max_specializations=2)`) work too."""
+    opts = {**(options or {}), **kwargs}
+    known = {f.name for f in dataclasses.fields(CompileOptions)}
+    unknown = sorted(set(opts) - known)
+    if unknown:
+        log.warning(
+            "fusec: ignoring unknown options %s (known: %s)", unknown, ", ".join(sorted(known))
+        )
+        opts = {k: v for k, v in opts.items() if k in known}
+    try:
+        fn = compile(gm, example_inputs, **opts)
+    except Exception:  # noqa: BLE001 - Dynamo must get a runnable graph whatever happens
+        log.warning("fusec: backend failed; the graph runs eagerly", exc_info=True)
+        return gm.forward
     with _GRAPHS_LOCK:
         _GRAPHS[:] = [r for r in _GRAPHS if r() is not None]
         _GRAPHS.append(weakref.ref(fn))

@@ -270,7 +270,7 @@ class CompiledFunction:
                 return _fill(spec.outputs, self._graph_runner(spec)(args, inputs))
             results = program(inputs)
         except Exception as e:  # noqa: BLE001 - eager decides what the right error is
-            return self._after_failure(args, e)
+            return self._program_failed(key, spec, args, e)
         self.launches_per_call = program.last_launches  # less the groups whose guard failed
         return spec.fill(results)
 
@@ -347,18 +347,24 @@ class CompiledFunction:
             variant._variant_names = tuple(name for name, _ in self._params() or [])
         return variant
 
-    def _after_failure(self, args: Sequence[Any], error: Exception) -> Any:
-        """A compiled program raised: the original decides. Its error (PyTorch's,
-        e.g. for a shape mismatch) is the one users see; if it runs, fusec has a
-        bug, which is logged, and eager's result is returned."""
-        self.launches_per_call = 0
+    def _program_failed(
+        self, key: Any, spec: Specialization, args: Sequence[Any], error: Exception
+    ) -> Any:
+        """A compiled program raised: the call runs eagerly, and so does its
+        specialization from now on. If eager raises too, that is the caller's
+        error and it propagates; a program that writes its inputs in place may
+        have written some already, so its error propagates instead."""
+        from fusec.dialects.aten import CopyOp
+
+        imported = spec.imported
+        if imported is not None and any(isinstance(op, CopyOp) for op in imported.func.walk()):
+            raise error
         result = self._eager(args)
-        log.warning(
-            "fusec: a compiled program failed where eager PyTorch runs (%s: %s); "
-            "returned eager's result",
-            type(error).__name__,
-            error,
-        )
+        reason = f"the compiled program failed: {type(error).__name__}: {error}"
+        log.warning("fusec: running eagerly: %s", reason)
+        with self._lock:
+            self.specializations[key] = Specialization(None, reason=reason)
+        self.launches_per_call = 0
         return result
 
     def _graph_runner(self, spec: Specialization) -> Any:
@@ -478,6 +484,7 @@ class CompiledFunction:
             except Exception as e:  # noqa: BLE001 - e.g. a verifier rejecting the inputs
                 # This call runs eagerly, so eager reports its own error (PyTorch's
                 # RuntimeError for a shape mismatch); kept only if eager runs.
+                log.info("fusec: compiling failed, running eagerly", exc_info=True)
                 reason = f"fusec failed to compile ({type(e).__name__}: {e})"
                 return Specialization(
                     None,
@@ -817,14 +824,20 @@ def _getter(source: tuple[str, Any], root: torch.nn.Module) -> Callable[[Sequenc
 
 def compile(
     graph: Any, example_inputs: Sequence[Any] | None = None, **options: Any
-) -> CompiledFunction:
+) -> Any:
     """`fusec.compile(fn_or_module_or_graph_module, example_inputs=None, **options)`.
 
-    Returns a callable with the signature of the graph's inputs. `example_inputs`,
+    A `torch.export.ExportedProgram` runs through `fusec.exported` (its lifted
+    parameters read from the program's module). Returns a callable with the
+    signature of the graph's inputs. `example_inputs`,
     when given, compiles their specialization right away; otherwise the first call
     compiles. Options are the fields of `CompileOptions`.
     """
     opts = CompileOptions(**options)
+    from fusec.exported import compile_exported, is_exported_program
+
+    if is_exported_program(graph):
+        return compile_exported(graph, example_inputs, **options)
     try:
         gm: torch.fx.GraphModule | None = trace(graph)
     except UnsupportedGraph as e:
@@ -844,8 +857,9 @@ def compile(
 def _all_real(inputs: Sequence[Any]) -> bool:
     from torch._subclasses.fake_tensor import FakeTensor
 
+    # Dynamo's symbolic sizes (SymInt) are known only at the first real call.
     return all(
-        not isinstance(a, FakeTensor)
+        not isinstance(a, FakeTensor | torch.SymInt | torch.SymFloat | torch.SymBool)
         and (not isinstance(a, torch.Tensor) or a.device.type != "meta")
         for a in inputs
     )

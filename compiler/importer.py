@@ -18,6 +18,15 @@ folded into constants, which makes the result valid only for the example shapes
 `x.size()`) is returned or passed to an opaque op: there it is `aten.size %x`, a
 runtime `torch.Size`, and the import stays valid for every shape.
 
+ATen-level graphs (`torch.export`, AOTAutograd, `make_fx`) import the same way:
+a node whose target is a `torch.ops.aten` OpOverload finds its builder in
+`fusec.aten_table`. In a graph Dynamo captured with symbolic sizes (SymInt
+placeholders) a size is never a constant: SymInts are i64 arguments, `x.size(d)`
+is `aten.sym_size`, a whole `x.size()` is `aten.size`, and an op that would bake a
+size (`flatten`, a `-1` in `view`) runs as `aten.opaque` over those runtime values,
+so one program serves every shape. Any node that cannot be mapped runs through
+PyTorch as `aten.opaque`, and the `fusec` logger says which node, op and why.
+
 In-place pointwise ops (`x.add_(y)`, `torch.relu_(x)`, `F.relu(x, inplace=True)`,
 `nn.ReLU(inplace=True)`, `x += y`) import as the out-of-place op and a write back:
 
@@ -35,6 +44,7 @@ caller's tensors.
 
 from __future__ import annotations
 
+import logging
 import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -58,6 +68,8 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
+
+log = logging.getLogger("fusec")
 
 
 class UnsupportedGraph(Exception):
@@ -89,6 +101,9 @@ class Const:
     source: SSAValue | None = None
     """For a whole size (`x.shape`): the tensor it is read from, so a returned size
     can be `aten.size` of it instead of a constant."""
+    symbolic: bool = False
+    """Dynamo recorded this value with symbolic sizes: its value here is only this
+    call's, so it must never become a constant of the program."""
 
 
 @dataclass(frozen=True)
@@ -107,6 +122,9 @@ class OpaqueCall:
     args: tuple[Any, ...]
     kwargs: dict[str, Any]
     multi: bool
+    kept: tuple[int, ...] | None = None
+    """For a multi-result call with None among its results (ATen backward ops with
+    an output mask): the positions of the results that are values."""
 
     def bind(self, root: nn.Module) -> Callable[..., tuple[Any, ...]]:
         """A callable over the op's runtime operands that returns its results."""
@@ -119,7 +137,7 @@ class OpaqueCall:
                 return getattr(obj, name)(*args, **kwargs)
         else:
             fn = self.target
-        args, kwargs, multi = self.args, self.kwargs, self.multi
+        args, kwargs, multi, kept = self.args, self.kwargs, self.multi, self.kept
 
         def fill(a: Any, ops: Sequence[Any]) -> Any:
             if isinstance(a, OperandRef):
@@ -134,6 +152,8 @@ class OpaqueCall:
             r = fn(*fill(args, ops), **fill(kwargs, ops))
             if r is None:
                 return ()
+            if kept is not None:
+                return tuple(r[i] for i in kept)
             return tuple(r) if multi else (r,)
 
         return call
@@ -206,6 +226,19 @@ class _Importer:
         self.node: torch.fx.Node | None = None
         self.origins: dict[Operation, torch.fx.Node] = {}
         self.opaque_reasons: dict[str, str] = {}
+        self.symbolic = _has_symbolic_sizes(gm)
+        """The graph was captured with symbolic sizes (Dynamo `dynamic=True`, SymInt
+        inputs): sizes are runtime values, so no op may bake one of this call's."""
+
+    def bakes_size(self, what: str) -> None:
+        """The op being imported fixes a size of these example inputs in the IR.
+
+        With symbolic sizes the op runs as `aten.opaque` over its runtime operands
+        instead, so one program keeps serving every shape; otherwise the program
+        is selected by exact input shapes from now on."""
+        if self.symbolic:
+            raise _NotMapped(f"{what} would fix a symbolic size")
+        self.shape_dependent = True
 
     # ------------------------------------------------------------------ values
 
@@ -237,6 +270,8 @@ class _Importer:
             if isinstance(v, SSAValue):
                 return v
             if isinstance(v, Const):
+                if v.symbolic:
+                    raise _NotMapped(f"{a.name} holds symbolic sizes")
                 if v.from_shape:
                     self.shape_dependent = True
                 return self.constant(v.value)
@@ -255,7 +290,7 @@ class _Importer:
         """A Python value known at import time (sizes, dims, dtypes)."""
         if isinstance(a, torch.fx.Node):
             v = self.env[a]
-            if not isinstance(v, Const):
+            if not isinstance(v, Const) or v.symbolic:
                 raise _NotMapped(f"{a.name} is not known at import time")
             if v.from_shape:
                 self.shape_dependent = True
@@ -308,13 +343,17 @@ class _Importer:
             module.verify()
         except VerifyException as e:
             raise UnsupportedGraph(f"imported IR does not verify: {e}") from e
+        # In a graph with symbolic sizes, the sizes that are still constants are
+        # those Dynamo specialized and guards itself; symbolic ones never became
+        # constants (`bakes_size`), so the program serves every shape.
+        shape_dependent = self.shape_dependent and not self.symbolic
         return ImportedGraph(
             module,
             f,
             self.inputs,
             outputs,
             self.opaque,
-            self.shape_dependent,
+            shape_dependent,
             self.origins,
             self.opaque_reasons,
         )
@@ -358,6 +397,8 @@ class _Importer:
         if isinstance(a, Const):
             if a.source is not None:
                 return self.output_structure(self.size_of(a.source), results)
+            if a.symbolic:
+                raise UnsupportedGraph("a returned value holds symbolic sizes")
             if a.from_shape:
                 self.shape_dependent = True
             return a
@@ -385,7 +426,9 @@ class _Importer:
             raise UnsupportedGraph(f"unknown node kind {node.op}")
         self.real[node] = value
 
-        folded = self.fold(node, value)
+        folded = self.fold_symbolic(node, value) if self.symbolic else None
+        if folded is None:
+            folded = self.fold(node, value)
         if folded is not None:
             self.env[node] = folded
             return
@@ -396,7 +439,23 @@ class _Importer:
                 self.env[node] = self.map_in_place(node, value)
             else:
                 self.env[node] = self.map_node(node, value)
-        except (_NotMapped, VerifyException, KeyError, TypeError, ValueError, IndexError) as e:
+        except (
+            _NotMapped,
+            VerifyException,
+            KeyError,
+            TypeError,
+            ValueError,
+            IndexError,
+            AttributeError,
+            AssertionError,
+            RuntimeError,
+        ) as e:
+            log.info(
+                "fusec: %s (%s) runs through PyTorch as aten.opaque: %s",
+                node.name,
+                _target_name(node),
+                e if str(e) else type(e).__name__,
+            )
             self.rollback(mark)
             self.shape_dependent = saved
             if in_place:
@@ -420,6 +479,9 @@ class _Importer:
         if not node.args or not isinstance(node.args[0], torch.fx.Node):
             return False
         if node.op == "call_function":
+            if isinstance(node.target, torch._ops.OpOverload):
+                # `aten::add_`: ATen names its in-place overloads with a trailing _
+                return node.target._schema.name.endswith("_")
             fn_name = getattr(node.target, "__name__", "")
             # `operator.and_`/`or_`/`xor_` (`a & b`) are out of place; the operator
             # module's in-place functions are `iand`, `iadd`, ... (`_MUTATING_OPS`).
@@ -479,6 +541,37 @@ class _Importer:
                 f"{node.name} mutates {src.name} in place, which is read elsewhere or aliased"
             )
 
+    def fold_symbolic(self, node: torch.fx.Node, value: Any) -> Any:
+        """Sizes of a graph with symbolic shapes: `x.size(d)` and `x.shape[d]` are
+        `aten.sym_size` (a runtime i64); a whole `x.size()` is a `Const` that only
+        `aten.size` may read (`Const.symbolic`). Other values are left to `fold`."""
+        recorded = node.meta.get("example_value", node.meta.get("val"))
+        if not _holds_symbol(recorded):
+            return None
+        is_query = (node.op == "call_method" and node.target in _SHAPE_QUERIES) or (
+            node.op == "call_function" and node.target is getattr and node.args[1] in _SHAPE_QUERIES
+        )
+        first = node.args[0] if node.args and isinstance(node.args[0], torch.fx.Node) else None
+        base = self.env.get(first) if first is not None else None
+        if is_query and node.target in ("size", "shape", getattr) and isinstance(base, SSAValue):
+            dims = node.args[1:] if node.op == "call_method" else ()
+            dim = node.kwargs.get("dim", dims[0] if dims else None)
+            if dim is None:
+                return Const(value, True, self.size_source(node, value), symbolic=True)
+            return self.add_op(aten.SymSizeOp(base, self.const(dim))).results[0]
+        if (
+            node.op == "call_function"
+            and node.target is operator.getitem
+            and isinstance(base, Const)
+            and base.symbolic
+            and base.source is not None
+            and isinstance(node.args[1], int)
+        ):
+            return self.add_op(aten.SymSizeOp(base.source, node.args[1])).results[0]
+        if is_query:  # numel() and the like: read per call, through PyTorch
+            return self.make_opaque(node, value)
+        return None
+
     def fold(self, node: torch.fx.Node, value: Any) -> Const | None:
         """Sizes, dtypes and arithmetic on known values are constants."""
         if node.op == "call_method" and node.target in _SHAPE_QUERIES:
@@ -496,7 +589,8 @@ class _Importer:
             from_shape = any(self.env[a].from_shape for a in leaves)
             if isinstance(value, tuple) and any(isinstance(x, torch.Tensor) for x in value):
                 return None
-            return Const(value, from_shape)
+            # Arithmetic on symbolic sizes stays symbolic (never a constant).
+            return Const(value, from_shape, symbolic=any(self.env[a].symbolic for a in leaves))
         return None
 
     def size_source(self, node: torch.fx.Node, value: Any) -> SSAValue | None:
@@ -513,6 +607,10 @@ class _Importer:
         values = list(value) if multi else [value]
         if value is None:  # run for its effect (e.g. a grad-mode switch); nothing flows
             multi, values = True, []
+        kept = None
+        if multi and any(v is None for v in values):
+            kept = tuple(i for i, v in enumerate(values) if v is not None)
+            values = [values[i] for i in kept]
         try:
             result_types = [value_type(v) for v in values]
         except _NotMapped as e:
@@ -524,6 +622,8 @@ class _Importer:
                 v = self.env[a]
                 if isinstance(v, Const) and v.source is not None:
                     return template_value(self.size_of(v.source))
+                if isinstance(v, Const) and v.symbolic:
+                    raise UnsupportedGraph(f"{a.name} holds symbolic sizes that {node.name} reads")
                 if isinstance(v, Const):
                     if v.from_shape:
                         self.shape_dependent = True
@@ -547,9 +647,17 @@ class _Importer:
         self.add_op(op)
         for r in op.results:
             r.name_hint = _hint(node.name)
-        self.opaque[node.name] = OpaqueCall(node.op, node.target, args, kwargs, multi)
+        target = node.target
+        if isinstance(target, torch._ops.OpOverload):
+            from fusec.aten_table import OPAQUE_SUBSTITUTES
+
+            target = OPAQUE_SUBSTITUTES.get(target, target)
+        self.opaque[node.name] = OpaqueCall(node.op, target, args, kwargs, multi, kept)
         if value is None:
             return Const(None)
+        if kept is not None:
+            results = iter(op.results)
+            return tuple(next(results) if i in kept else Const(None) for i in range(len(value)))
         return tuple(op.results) if multi else op.results[0]
 
     def map_node(self, node: torch.fx.Node, value: Any) -> Any:
@@ -593,6 +701,31 @@ class _Importer:
         return v
 
 
+def _holds_symbol(v: Any) -> bool:
+    """Whether a recorded value is, or holds, a SymInt (a size Dynamo kept symbolic)."""
+    if isinstance(v, torch.SymInt | torch.SymFloat | torch.SymBool):
+        return True
+    if isinstance(v, torch.Size | tuple | list):
+        return any(_holds_symbol(x) for x in v)
+    return False
+
+
+def _has_symbolic_sizes(gm: torch.fx.GraphModule) -> bool:
+    """Whether Dynamo or make_fx captured `gm` with symbolic sizes (SymInt
+    placeholders or tensors whose recorded sizes are symbols)."""
+    for node in gm.graph.nodes:
+        if node.op != "placeholder":
+            continue
+        v = node.meta.get("example_value", node.meta.get("val"))
+        if isinstance(v, torch.SymInt):
+            return True
+        if isinstance(v, torch.Tensor) and any(
+            isinstance(s, torch.SymInt) for s in (*v.shape, *v.stride())
+        ):
+            return True
+    return False
+
+
 def _clone(v: Any, clones: dict[int, Any]) -> Any:
     """`v`, or for a tensor its clone (the same clone for the same tensor)."""
     if not isinstance(v, torch.Tensor):
@@ -634,6 +767,8 @@ def _target_name(node: torch.fx.Node) -> str:
     if node.op == "call_module":
         return f"module.{node.target}"
     t = node.target
+    if isinstance(t, torch._ops.OpOverload):
+        return str(t)  # aten.add.Tensor
     mod = getattr(t, "__module__", None) or ""
     name = getattr(t, "__qualname__", None) or getattr(t, "__name__", None) or str(t)
     if name.startswith("_VariableFunctionsClass."):
@@ -665,6 +800,10 @@ def _register(*keys: Any) -> Callable[[Handler], Handler]:
 
 def _handler_for(node: torch.fx.Node, gm: torch.fx.GraphModule) -> Handler | None:
     if node.op == "call_function":
+        if isinstance(node.target, torch._ops.OpOverload):
+            from fusec.aten_table import handler_for
+
+            return handler_for(node.target)
         try:
             return _FUNCTIONS.get(node.target)
         except TypeError:
@@ -886,6 +1025,8 @@ def _split(
     s = ctx.const(split_size_or_sections)
     props: dict[str, Attribute] = {"dim": IntegerAttr(ctx.const(dim), inf.I64)}
     if isinstance(s, int):
+        # How many pieces there are depends on the size of `dim`.
+        ctx.bakes_size("split by a piece size")
         props["split_size"] = IntegerAttr(s, inf.I64)
     else:
         props["sizes"] = _int_array(list(s))
@@ -913,9 +1054,11 @@ def _cat(ctx: _Importer, tensors: Any, dim: Any = 0) -> SSAValue:
 
 def _reshape_like(op_cls: type[Operation]) -> Handler:
     def handle(ctx: _Importer, x: Any, *shape: Any) -> SSAValue:
-        ctx.const(shape)
-        if any(isinstance(s, torch.dtype) for s in shape):
+        sizes = ctx.const(shape)
+        if any(isinstance(s, torch.dtype) for s in sizes):
             raise _NotMapped("view as dtype")
+        if -1 in _dims(sizes):
+            ctx.bakes_size("a -1 size")
         out = ctx.real[ctx.node]  # type: ignore[index]
         return ctx.add_op(op_cls(ctx.tensor(x), list(out.shape))).results[0]
 
@@ -929,6 +1072,8 @@ _register(torch.reshape, "reshape")(_reshape_like(aten.ReshapeOp))
 @_register(torch.flatten, "flatten")
 def _flatten(ctx: _Importer, x: Any, start_dim: Any = 0, end_dim: Any = -1) -> SSAValue:
     ctx.const((start_dim, end_dim))
+    # The flattened size is a product of this call's sizes.
+    ctx.bakes_size("flatten")
     out = ctx.real[ctx.node]  # type: ignore[index]
     return ctx.add_op(aten.ReshapeOp(ctx.tensor(x), list(out.shape))).results[0]
 
@@ -1002,6 +1147,8 @@ def _t(ctx: _Importer, x: Any) -> SSAValue:
 @_register("expand")
 def _expand(ctx: _Importer, x: Any, *size: Any) -> SSAValue:
     sizes = _dims(ctx.const(size))
+    if -1 in sizes:
+        ctx.bakes_size("a -1 size")
     op = aten.ExpandOp.create(
         operands=[ctx.tensor(x)],
         properties={"size": _int_array(sizes)},
@@ -1012,7 +1159,7 @@ def _expand(ctx: _Importer, x: Any, *size: Any) -> SSAValue:
 
 @_register("expand_as")
 def _expand_as(ctx: _Importer, x: Any, other: Any) -> SSAValue:
-    ctx.shape_dependent = True
+    ctx.bakes_size("expand_as")
     return _expand(ctx, x, list(ctx.real[ctx.node].shape))  # type: ignore[index]
 
 
@@ -1092,7 +1239,7 @@ def _getitem(ctx: _Importer, base: Any, index: Any) -> Any:
         elif isinstance(item, int) and not isinstance(item, bool):
             size = shape[dim]
             if item < 0:
-                ctx.shape_dependent = True
+                ctx.bakes_size("a negative index")
             i = item + size if item < 0 else item
             if not 0 <= i < size:
                 raise _NotMapped("index out of range")

@@ -4,8 +4,9 @@ Each is a `-p` pipeline string, so `fusec-opt --fuse x.mlir` is exactly
 `fusec-opt -p <FUSE_PIPELINE> x.mlir`.
 """
 
-FUSE_PIPELINE = "functionalize,decompose,decompose-reductions,broadcasting-chunk,lower-broadcasting-chunk,fuse,fuse-concat-exits,fuse,remove-outputs-used-only-in-size"
-"""The default fusion pipeline: split biases out of linear/addmm, expand
+FUSE_PIPELINE = "functionalize,raise-linear,decompose,decompose-reductions,broadcasting-chunk,lower-broadcasting-chunk,fuse,fuse-concat-exits,fuse,remove-outputs-used-only-in-size"
+"""The default fusion pipeline: raise ATen's flattened N-d linears back to
+`aten.linear` (`raise-linear`), split biases out of linear/addmm, expand
 softmax/log_softmax/layer_norm into reductions + pointwise (reductions keep their
 dims, so they can join groups), move chunks above
 their pointwise producers (as the seeds' BroadcastingChunk) and lower what is left
