@@ -95,6 +95,10 @@ class OpaqueCall:
     args: tuple[Any, ...]
     kwargs: dict[str, Any]
     multi: bool
+    present: tuple[int, ...] | None = None
+    """For a multi-result call whose results include `None` (ATen's optional
+    outputs, e.g. `convolution_backward`'s unrequested gradients): the positions
+    of the tensors, which are the op's results."""
 
     def bind(self, root: nn.Module) -> Callable[..., tuple[Any, ...]]:
         """A callable over the op's runtime operands that returns its results."""
@@ -107,7 +111,7 @@ class OpaqueCall:
                 return getattr(obj, name)(*args, **kwargs)
         else:
             fn = self.target
-        args, kwargs, multi = self.args, self.kwargs, self.multi
+        args, kwargs, multi, present = self.args, self.kwargs, self.multi, self.present
 
         def fill(a: Any, ops: Sequence[Any]) -> Any:
             if isinstance(a, OperandRef):
@@ -122,6 +126,8 @@ class OpaqueCall:
             r = fn(*fill(args, ops), **fill(kwargs, ops))
             if r is None:
                 return ()
+            if present is not None:
+                return tuple(r[i] for i in present)
             return tuple(r) if multi else (r,)
 
         return call
@@ -478,6 +484,10 @@ class _Importer:
         values = list(value) if multi else [value]
         if value is None:  # run for its effect (e.g. a grad-mode switch); nothing flows
             multi, values = True, []
+        present = None
+        if multi and any(v is None for v in values):
+            present = tuple(i for i, v in enumerate(values) if v is not None)
+            values = [values[i] for i in present]
         try:
             result_types = [value_type(v) for v in values]
         except _NotMapped as e:
@@ -512,9 +522,12 @@ class _Importer:
         self.add_op(op)
         for r in op.results:
             r.name_hint = _hint(node.name)
-        self.opaque[node.name] = OpaqueCall(node.op, node.target, args, kwargs, multi)
+        self.opaque[node.name] = OpaqueCall(node.op, node.target, args, kwargs, multi, present)
         if value is None:
             return Const(None)
+        if present is not None:
+            results = iter(op.results)
+            return tuple(next(results) if v is not None else Const(None) for v in value)
         return tuple(op.results) if multi else op.results[0]
 
     def map_node(self, node: torch.fx.Node, value: Any) -> Any:

@@ -1,0 +1,151 @@
+"""Training through AOTAutograd: forward and backward graphs compiled by fusec.
+
+Every model runs optimizer steps twice, eagerly and compiled, from the same
+initial state on the same inputs; losses, every parameter's gradient, and the
+parameters and buffers (batch-norm running stats) after each step must match.
+No run may fall back to eager, and both halves must be fusec programs."""
+
+from __future__ import annotations
+
+import copy
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import fusec
+import pytest
+import torch
+from fusec.training import CompiledGraph, clear_compiled_graphs, compiled_graphs
+from torch import nn
+from training_models import MODELS, Loss
+
+FRONTENDS = ["fusec.compile", "torch.compile"]
+
+
+@pytest.fixture(autouse=True)
+def fresh_dynamo() -> None:
+    torch._dynamo.reset()
+    clear_compiled_graphs()
+
+
+def compiled(model: nn.Module, frontend: str) -> Callable[..., Any]:
+    if frontend == "fusec.compile":
+        return fusec.compile(model)
+    return torch.compile(model, backend="fusec")
+
+
+def train(
+    model: nn.Module, forward: Callable[..., Any], inputs: tuple, loss_fn: Loss, steps: int = 2
+) -> list[tuple[torch.Tensor, dict[str, torch.Tensor], dict[str, torch.Tensor]]]:
+    """Per step: the loss, every parameter's gradient, and the state after the step."""
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    history = []
+    for _ in range(steps):
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(forward(*inputs))
+        loss.backward()
+        grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+        opt.step()
+        state = {k: v.clone() for k, v in model.state_dict().items()}
+        history.append((loss.detach().clone(), grads, state))
+    return history
+
+
+def assert_same_training(got: list, want: list, names: list[str]) -> None:
+    for (loss, grads, state), (loss_e, grads_e, state_e) in zip(got, want, strict=True):
+        torch.testing.assert_close(loss, loss_e, rtol=1e-4, atol=1e-5)
+        assert sorted(grads) == sorted(names), "every parameter gets a gradient"
+        assert sorted(grads) == sorted(grads_e)
+        for n in grads:
+            torch.testing.assert_close(grads[n], grads_e[n], rtol=1e-4, atol=1e-5, msg=n)
+        assert sorted(state) == sorted(state_e)
+        for k in state:
+            torch.testing.assert_close(state[k], state_e[k], rtol=1e-4, atol=1e-5, msg=k)
+
+
+def run_both(name: str, frontend: str) -> tuple[list[CompiledGraph], Callable[..., Any]]:
+    torch.manual_seed(0)
+    model, inputs, loss_fn = MODELS[name]()
+    model.train()
+    reference = copy.deepcopy(model)
+    want = train(reference, reference, inputs, loss_fn)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        forward = compiled(model, frontend)
+        got = train(model, forward, inputs, loss_fn)
+    eager = [str(w.message) for w in caught if "running eagerly" in str(w.message)]
+    assert not eager, eager
+    assert_same_training(got, want, [n for n, _ in model.named_parameters()])
+    graphs = forward.compiled_graphs if frontend == "fusec.compile" else compiled_graphs()
+    return graphs, forward
+
+
+@pytest.mark.parametrize("frontend", FRONTENDS)
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_training_steps_match_eager(name: str, frontend: str) -> None:
+    graphs, _ = run_both(name, frontend)
+    kinds = [g.kind for g in graphs]
+    # One forward and one backward graph per compiled region, both run by fusec.
+    assert "forward" in kinds and "backward" in kinds, kinds
+    assert kinds.count("forward") == kinds.count("backward")
+    assert all(g.function.last is not None and g.function.last.program for g in graphs)
+
+
+def test_inference_keeps_the_fx_path() -> None:
+    model = MODELS["mlp"]()[0]
+    f = fusec.compile(model)
+    x = torch.randn(4, 32)
+    with torch.no_grad():
+        torch.testing.assert_close(f(x), model(x))
+    assert f.compiled_graphs == []
+    assert f.last is not None and f.last.training is None and f.last.program is not None
+    assert f.launches_per_call > 0
+
+
+def test_torch_compile_inference_keeps_the_fx_path() -> None:
+    model = MODELS["mlp"]()[0]
+    g = torch.compile(model, backend="fusec")
+    x = torch.randn(4, 32)
+    with torch.no_grad():
+        torch.testing.assert_close(g(x), model(x))
+    assert compiled_graphs() == []
+    assert fusec.cache_stats()["kernels_compiled"] > 0
+
+
+def test_gradients_of_inputs_and_scalar_arguments() -> None:
+    def fn(x: torch.Tensor, y: torch.Tensor, scale: float) -> torch.Tensor:
+        return torch.tanh(x * y + scale) * torch.sigmoid(y)
+
+    f = fusec.compile(fn)
+    for scale in (0.5, 2.0):  # a scalar argument is part of the specialization
+        x = torch.randn(6, 5, requires_grad=True)
+        y = torch.randn(6, 5, requires_grad=True)
+        out = f(x, y, scale)
+        out.backward(torch.ones_like(out))
+        xe, ye = x.detach().requires_grad_(), y.detach().requires_grad_()
+        ref = fn(xe, ye, scale)
+        ref.backward(torch.ones_like(ref))
+        torch.testing.assert_close(out, ref)
+        torch.testing.assert_close(x.grad, xe.grad)
+        torch.testing.assert_close(y.grad, ye.grad)
+    assert len([g for g in f.compiled_graphs if g.kind == "forward"]) == 2
+
+
+def test_untraceable_by_aot_autograd_runs_eagerly_with_a_warning() -> None:
+    class Item(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.w = nn.Parameter(torch.randn(4))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            # `.item()` is data-dependent: AOTAutograd cannot trace it without Dynamo.
+            return x * self.w * torch.ops.aten._local_scalar_dense(x.sum())
+
+    model = Item()
+    f = fusec.compile(model)
+    x = torch.randn(4)
+    with pytest.warns(UserWarning, match="AOTAutograd failed"):
+        out = f(x)
+    torch.testing.assert_close(out, model(x))
+    out.sum().backward()
+    assert model.w.grad is not None
