@@ -194,9 +194,11 @@ def make_lstm(batch: int = 4, hidden: int = 16, steps: int = 8) -> tuple[nn.Modu
     return model, inputs, lambda hy: hy.square().mean()
 
 
-def make_mlp(batch: int = 16) -> tuple[nn.Module, tuple, Loss]:
+def make_mlp(
+    batch: int = 16, sizes: tuple[int, ...] = (32, 64, 64, 10)
+) -> tuple[nn.Module, tuple, Loss]:
     _, loss = _classification(batch)
-    return MLP(), (torch.randn(batch, 32),), loss
+    return MLP(sizes), (torch.randn(batch, sizes[0]),), loss
 
 
 def make_gpt2(batch: int = 2, seq: int = 8, dim: int = 32) -> tuple[nn.Module, tuple, Loss]:
