@@ -28,9 +28,15 @@ def compile(graph: Any, example_inputs: Any = None, **options: Any) -> Any:
     return _compile(graph, example_inputs, **options)
 
 
-def import_graph(fn_or_module: Any, example_inputs: Any) -> Any:
-    """The `aten`-dialect `ModuleOp` of a function or module on `example_inputs`."""
+def import_graph(fn_or_module: Any, example_inputs: Any = None) -> Any:
+    """The `aten`-dialect `ModuleOp` of a function, module, GraphModule (torch- or
+    ATen-level) or `torch.export.ExportedProgram` on `example_inputs` (for an
+    ExportedProgram, its own example inputs by default)."""
+    from fusec.exported import import_exported, is_exported_program
     from fusec.importer import import_graph as _import_graph
+
+    if is_exported_program(fn_or_module):
+        return import_exported(fn_or_module, example_inputs)
 
     return _import_graph(fn_or_module, example_inputs)
 

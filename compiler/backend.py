@@ -4,6 +4,14 @@ Dynamo hands over a `GraphModule` of the captured region and its example inputs;
 fusec compiles it like any graph (specializing on the first real call):
 
     model = torch.compile(model, backend="fusec")
+    model = torch.compile(model, backend="fusec", options={"max_specializations": 4})
+
+`options` are the fields of `fusec.compiled.CompileOptions`. With `dynamic=True`
+(or Dynamo's automatic dynamic shapes) the graph's symbolic sizes are SymInt
+inputs, runtime values of the program, so one program serves every size.
+
+The backend never raises where eager would not: an unknown option, or any failure
+while compiling, logs why and hands Dynamo the graph to run eagerly.
 
 When autograd records the region (grad mode on and an input or parameter that
 requires grad), the graph goes through AOTAutograd instead, and fusec compiles
@@ -16,20 +24,43 @@ entry point `fusec = "fusec.backend:fusec_backend"` does the same without the im
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch.fx
 from fusec.compiled import CompileOptions, compile
 
+log = logging.getLogger("fusec")
+
 
 def fusec_backend(
-    gm: torch.fx.GraphModule, example_inputs: Sequence[Any], **options: Any
+    gm: torch.fx.GraphModule,
+    example_inputs: Sequence[Any],
+    options: dict[str, Any] | None = None,
+    **kwargs: Any,
 ) -> Callable[..., Any]:
     """The Dynamo backend function: compile `gm` with fusec (through AOTAutograd
-    when autograd would record it)."""
-    from fusec.training import dynamo_backend, needs_autograd
+    when autograd would record it).
 
-    if needs_autograd(example_inputs, gm):
-        return dynamo_backend(gm, example_inputs, CompileOptions(**options))
-    return compile(gm, example_inputs, **options)
+    `torch.compile(..., options={...})` passes `options` as one dict; keyword
+    options (`fusec_backend(gm, inputs, max_specializations=2)`) work too."""
+    opts = {**(options or {}), **kwargs}
+    known = {f.name for f in dataclasses.fields(CompileOptions)}
+    unknown = sorted(set(opts) - known)
+    if unknown:
+        log.warning(
+            "fusec: ignoring unknown options %s (known: %s)", unknown, ", ".join(sorted(known))
+        )
+        opts = {k: v for k, v in opts.items() if k in known}
+    try:
+        from fusec.training import dynamo_backend, needs_autograd
+
+        if needs_autograd(example_inputs, gm):
+            # AOTAutograd: fusec compiles the forward and backward ATen graphs.
+            return dynamo_backend(gm, example_inputs, CompileOptions(**opts))
+        return compile(gm, example_inputs, **opts)
+    except Exception:  # noqa: BLE001 - Dynamo must get a runnable graph whatever happens
+        log.warning("fusec: backend failed; the graph runs eagerly", exc_info=True)
+        return gm.forward

@@ -329,6 +329,9 @@ class CompiledFunction:
                 return spec
             except (UnsupportedGraph, UnsupportedProgram) as e:
                 reason = str(e)
+            except Exception as e:  # noqa: BLE001 - a compiler bug must not break the call
+                log.warning("fusec: compiling failed, running eagerly", exc_info=True)
+                reason = f"compiling failed: {type(e).__name__}: {e}"
         if self.gm is not None:  # an untraceable function was reported by `compile`
             warnings.warn(f"fusec: running eagerly: {reason}", stacklevel=4)
         return Specialization(None, reason=reason, compile_seconds=time.perf_counter() - start)
@@ -421,14 +424,20 @@ def _getter(source: tuple[str, Any], root: torch.nn.Module) -> Callable[[Sequenc
 
 def compile(
     graph: Any, example_inputs: Sequence[Any] | None = None, **options: Any
-) -> CompiledFunction:
+) -> Any:
     """`fusec.compile(fn_or_module_or_graph_module, example_inputs=None, **options)`.
 
-    Returns a callable with the signature of the graph's inputs. `example_inputs`,
+    A `torch.export.ExportedProgram` runs through `fusec.exported` (its lifted
+    parameters read from the program's module). Returns a callable with the
+    signature of the graph's inputs. `example_inputs`,
     when given, compiles their specialization right away; otherwise the first call
     compiles. Options are the fields of `CompileOptions`.
     """
     opts = CompileOptions(**options)
+    from fusec.exported import compile_exported, is_exported_program
+
+    if is_exported_program(graph):
+        return compile_exported(graph, example_inputs, **options)
     try:
         gm: torch.fx.GraphModule | None = trace(graph)
     except UnsupportedGraph as e:
@@ -443,8 +452,9 @@ def compile(
 def _all_real(inputs: Sequence[Any]) -> bool:
     from torch._subclasses.fake_tensor import FakeTensor
 
+    # Dynamo's symbolic sizes (SymInt) are known only at the first real call.
     return all(
-        not isinstance(a, FakeTensor)
+        not isinstance(a, FakeTensor | torch.SymInt | torch.SymFloat | torch.SymBool)
         and (not isinstance(a, torch.Tensor) or a.device.type != "meta")
         for a in inputs
     )

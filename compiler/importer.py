@@ -35,6 +35,7 @@ caller's tensors.
 
 from __future__ import annotations
 
+import logging
 import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -58,6 +59,8 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
+
+log = logging.getLogger("fusec")
 
 
 class UnsupportedGraph(Exception):
@@ -194,6 +197,19 @@ class _Importer:
         self.opaque: dict[str, OpaqueCall] = {}
         self.shape_dependent = False
         self.node: torch.fx.Node | None = None
+        self.symbolic = _has_symbolic_sizes(gm)
+        """The graph was captured with symbolic sizes (Dynamo `dynamic=True`, SymInt
+        inputs): sizes are runtime values, so no op may bake one of this call's."""
+
+    def bakes_size(self, what: str) -> None:
+        """The op being imported fixes a size of these example inputs in the IR.
+
+        With symbolic sizes the op runs as `aten.opaque` over its runtime operands
+        instead, so one program keeps serving every shape; otherwise the program
+        is selected by exact input shapes from now on."""
+        if self.symbolic:
+            raise _NotMapped(f"{what} would fix a symbolic size")
+        self.shape_dependent = True
 
     # ------------------------------------------------------------------ values
 
@@ -375,7 +391,23 @@ class _Importer:
                 self.env[node] = self.map_in_place(node, value)
             else:
                 self.env[node] = self.map_node(node, value)
-        except (_NotMapped, VerifyException, KeyError, TypeError, ValueError, IndexError):
+        except (
+            _NotMapped,
+            VerifyException,
+            KeyError,
+            TypeError,
+            ValueError,
+            IndexError,
+            AttributeError,
+            AssertionError,
+            RuntimeError,
+        ) as e:
+            log.info(
+                "fusec: %s (%s) runs through PyTorch as aten.opaque: %s",
+                node.name,
+                _target_name(node),
+                e if str(e) else type(e).__name__,
+            )
             self.rollback(mark)
             self.shape_dependent = saved
             if in_place:
@@ -394,6 +426,9 @@ class _Importer:
         if not node.args or not isinstance(node.args[0], torch.fx.Node):
             return False
         if node.op == "call_function":
+            if isinstance(node.target, torch._ops.OpOverload):
+                # `aten::add_`: ATen names its in-place overloads with a trailing _
+                return node.target._schema.name.endswith("_")
             fn_name = getattr(node.target, "__name__", "")
             return (
                 node.target in _MUTATING_OPS
@@ -571,6 +606,22 @@ class _Importer:
         return v
 
 
+def _has_symbolic_sizes(gm: torch.fx.GraphModule) -> bool:
+    """Whether Dynamo or make_fx captured `gm` with symbolic sizes (SymInt
+    placeholders or tensors whose recorded sizes are symbols)."""
+    for node in gm.graph.nodes:
+        if node.op != "placeholder":
+            continue
+        v = node.meta.get("example_value", node.meta.get("val"))
+        if isinstance(v, torch.SymInt):
+            return True
+        if isinstance(v, torch.Tensor) and any(
+            isinstance(s, torch.SymInt) for s in (*v.shape, *v.stride())
+        ):
+            return True
+    return False
+
+
 def _clone(v: Any, clones: dict[int, Any]) -> Any:
     """`v`, or for a tensor its clone (the same clone for the same tensor)."""
     if not isinstance(v, torch.Tensor):
@@ -641,6 +692,10 @@ def _register(*keys: Any) -> Callable[[Handler], Handler]:
 
 def _handler_for(node: torch.fx.Node, gm: torch.fx.GraphModule) -> Handler | None:
     if node.op == "call_function":
+        if isinstance(node.target, torch._ops.OpOverload):
+            from fusec.aten_table import handler_for
+
+            return handler_for(node.target)
         try:
             return _FUNCTIONS.get(node.target)
         except TypeError:
@@ -889,9 +944,11 @@ def _cat(ctx: _Importer, tensors: Any, dim: Any = 0) -> SSAValue:
 
 def _reshape_like(op_cls: type[Operation]) -> Handler:
     def handle(ctx: _Importer, x: Any, *shape: Any) -> SSAValue:
-        ctx.const(shape)
-        if any(isinstance(s, torch.dtype) for s in shape):
+        sizes = ctx.const(shape)
+        if any(isinstance(s, torch.dtype) for s in sizes):
             raise _NotMapped("view as dtype")
+        if -1 in _dims(sizes):
+            ctx.bakes_size("a -1 size")
         out = ctx.real[ctx.node]  # type: ignore[index]
         return ctx.add_op(op_cls(ctx.tensor(x), list(out.shape))).results[0]
 
@@ -905,6 +962,8 @@ _register(torch.reshape, "reshape")(_reshape_like(aten.ReshapeOp))
 @_register(torch.flatten, "flatten")
 def _flatten(ctx: _Importer, x: Any, start_dim: Any = 0, end_dim: Any = -1) -> SSAValue:
     ctx.const((start_dim, end_dim))
+    # The flattened size is a product of this call's sizes.
+    ctx.bakes_size("flatten")
     out = ctx.real[ctx.node]  # type: ignore[index]
     return ctx.add_op(aten.ReshapeOp(ctx.tensor(x), list(out.shape))).results[0]
 
@@ -978,6 +1037,8 @@ def _t(ctx: _Importer, x: Any) -> SSAValue:
 @_register("expand")
 def _expand(ctx: _Importer, x: Any, *size: Any) -> SSAValue:
     sizes = _dims(ctx.const(size))
+    if -1 in sizes:
+        ctx.bakes_size("a -1 size")
     op = aten.ExpandOp.create(
         operands=[ctx.tensor(x)],
         properties={"size": _int_array(sizes)},
@@ -988,7 +1049,7 @@ def _expand(ctx: _Importer, x: Any, *size: Any) -> SSAValue:
 
 @_register("expand_as")
 def _expand_as(ctx: _Importer, x: Any, other: Any) -> SSAValue:
-    ctx.shape_dependent = True
+    ctx.bakes_size("expand_as")
     return _expand(ctx, x, list(ctx.real[ctx.node].shape))  # type: ignore[index]
 
 
@@ -1068,7 +1129,7 @@ def _getitem(ctx: _Importer, base: Any, index: Any) -> Any:
         elif isinstance(item, int) and not isinstance(item, bool):
             size = shape[dim]
             if item < 0:
-                ctx.shape_dependent = True
+                ctx.bakes_size("a negative index")
             i = item + size if item < 0 else item
             if not 0 <= i < size:
                 raise _NotMapped("index out of range")
