@@ -175,8 +175,11 @@ def _expand(op: Operation) -> OpFn:
 
 
 def _view(op: Operation) -> OpFn:
+    # `reshape`: a view whenever `view` would be one, and a copy where fusec's
+    # program hands over another layout than eager had (a same-dtype `aten.to`
+    # for ATen's `clone(memory_format=contiguous)` runs as a no-op).
     shape = _shape(op.results[0].type)
-    return lambda x: (x.view(shape),)
+    return lambda x: (x.reshape(shape),)
 
 
 def _reshape(op: Operation) -> OpFn:
