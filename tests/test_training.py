@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import warnings
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -149,3 +150,85 @@ def test_untraceable_by_aot_autograd_runs_eagerly_with_a_warning() -> None:
     torch.testing.assert_close(out, model(x))
     out.sum().backward()
     assert model.w.grad is not None
+
+
+def lstm_grads(model: nn.Module, forward: Callable[..., Any], inputs: tuple) -> list[torch.Tensor]:
+    model.zero_grad(set_to_none=True)
+    out = forward(*inputs)
+    out.square().mean().backward()
+    return [out.detach(), *(p.grad for p in model.parameters())]
+
+
+def test_lstm_cell_forward_and_backward_are_one_kernel_each() -> None:
+    """The seeds' LSTM cell: the forward (bias adds, chunk, gate tail) is one
+    kernel; the backward's pointwise work is one kernel whose exit is the cat of
+    the four gate gradients (chunk's backward), the rest matmuls and bias sums."""
+    from reference_models import lstm_cell
+
+    torch.manual_seed(0)
+    b, i, h = 3, 5, 4
+    inputs = [torch.randn(b, i), torch.randn(b, h), torch.randn(b, h)]
+    weights = [torch.randn(4 * h, i), torch.randn(4 * h, h), torch.randn(4 * h), torch.randn(4 * h)]
+    f = fusec.compile(lstm_cell)
+    results = []
+    for fn in (lstm_cell, f):
+        w = [t.clone().requires_grad_() for t in weights]
+        hy, cy = fn(*inputs, *w)
+        (hy.square().sum() + cy.sum()).backward()
+        results.append([hy, cy, *(t.grad for t in w)])
+    for got, want in zip(results[1], results[0], strict=True):
+        torch.testing.assert_close(got, want)
+    forward, backward = f.compiled_graphs
+    assert (forward.kind, forward.launches_per_call) == ("forward", 1)
+    assert (backward.kind, backward.launches_per_call) == ("backward", 1)
+    # The backward kernel's one output is the cat of the gate gradients, [b, 4h].
+    groups = [s for s in backward.function.last.program.all_steps() if s.kind == "kernel"]
+    assert len(groups) == 1
+    assert f"-> (tensor<{b}x{4 * h}xf32>)" in backward.function.ir()
+
+
+def kernel_keys(graph: CompiledGraph, with_cat: bool | None = None) -> Counter[str]:
+    """The kernel cache keys of a compiled graph's groups (one per launch), those
+    writing a cat exit only (True), or those without one (False)."""
+    from fusec.dialects.aten import CatOp
+    from fusec.dialects.fusion import GroupOp
+    from fusec.runtime.cache import default_cache
+
+    spec = graph.function.last
+    assert spec is not None and spec.imported is not None
+    groups = [g for g in spec.imported.func.walk() if isinstance(g, GroupOp)]
+    if with_cat is not None:
+        groups = [g for g in groups if any(isinstance(o, CatOp) for o in g.walk()) == with_cat]
+    return Counter(default_cache().key(g) for g in groups)
+
+
+def test_lstm_loop_shares_its_kernels_across_50_steps() -> None:
+    """Unrolled over T steps, each step launches one forward kernel and one
+    backward kernel (the gate gradients through the cat exit), plus one kernel per
+    weight summing the steps' gradients. The steps share their kernels: only the
+    boundary steps differ (the last forward step yields no cell state for a next
+    one; the last backward step gets no gradient from a later one, and the first
+    two see the initial state, an input that needs no gradient), and
+    T=50 needs no step kernel that T=4 did not compile."""
+    from training_models import LSTMLoop
+
+    step_keys = {}
+    for steps in (4, 50):
+        torch.manual_seed(0)
+        model = LSTMLoop(8, 8, steps)
+        inputs = (torch.randn(steps, 2, 8), torch.randn(2, 8), torch.randn(2, 8))
+        want = lstm_grads(model, model, inputs)
+        f = fusec.compile(model)
+        got = lstm_grads(model, f, inputs)
+        for g, w in zip(got, want, strict=True):
+            torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-5)
+        forward, backward = f.compiled_graphs
+        assert forward.launches_per_call == steps
+        # w_ih, w_hh and the two biases (their per-step gradients are one sum) accumulate.
+        assert backward.launches_per_call == steps + 3
+        fw, bw = kernel_keys(forward), kernel_keys(backward, with_cat=True)
+        assert sum(fw.values()) == sum(bw.values()) == steps
+        assert len(fw) <= 2 and fw.most_common(1)[0][1] >= steps - 1
+        assert len(bw) <= 4 and bw.most_common(1)[0][1] >= steps - 3
+        step_keys[steps] = set(fw) | set(bw)
+    assert step_keys[50] == step_keys[4]
