@@ -4,14 +4,16 @@ Each is a `-p` pipeline string, so `fusec-opt --fuse x.mlir` is exactly
 `fusec-opt -p <FUSE_PIPELINE> x.mlir`.
 """
 
-FUSE_PIPELINE = "functionalize,decompose,broadcasting-chunk,lower-broadcasting-chunk,fuse,fuse-concat-exits,fuse,remove-outputs-used-only-in-size"
+FUSE_PIPELINE = "functionalize,decompose,sink-views,broadcasting-chunk,lower-broadcasting-chunk,fuse,fuse-concat-exits,fuse,remove-outputs-used-only-in-size"
 """The default fusion pipeline: split biases out of linear/addmm, move chunks above
 their pointwise producers (as the seeds' BroadcastingChunk) and lower what is left
 to per-operand chunks, then fuse; cats of a group's outputs join it as exits, and
 a second `fuse` merges what the cat's uses had kept apart (the group can now move
 past the cat's old position, as the seeds' backward LSTM needs). First, in-place
 writes that no alias observes become plain values (`functionalize`); last, group
-outputs read only for their size are dropped (`remove-outputs-used-only-in-size`)."""
+outputs read only for their size are dropped (`remove-outputs-used-only-in-size`).
+`sink-views` moves pointwise ops above the reshapes ATen graphs put around every
+matmul, so a bias add and the activation after it fuse."""
 
 
 def compile_pipeline(device: str = "cpu") -> str:

@@ -90,6 +90,10 @@ def test_training_steps_match_eager(name: str, frontend: str) -> None:
     assert "forward" in kinds and "backward" in kinds, kinds
     assert kinds.count("forward") == kinds.count("backward")
     assert all(g.function.last is not None and g.function.last.program for g in graphs)
+    # Every model has pointwise work on both sides (bias adds, activations,
+    # residuals, their gradients): each side launches fused kernels.
+    for kind in ("forward", "backward"):
+        assert sum(g.launches_per_call for g in graphs if g.kind == kind) > 0, kind
 
 
 def test_inference_keeps_the_fx_path() -> None:
