@@ -59,6 +59,16 @@ OPAQUE_UNTIL_REDUCTIONS: tuple[Any, ...] = (
 """OpOverloads deliberately left to `aten.opaque` for now (they run eagerly)."""
 
 
+OPAQUE_SUBSTITUTES: dict[Any, Any] = {
+    A.view.default: A.reshape.default,
+    A._unsafe_view.default: A.reshape.default,
+}
+"""What an opaque node runs instead of its target. A view with runtime sizes runs
+as a reshape: the tensor fusec feeds it may be laid out unlike eager's (a fused
+`clone` is not a strided copy), and in functional ATen graphs no write can tell
+a view from a copy."""
+
+
 def handler_for(target: Any) -> Handler | None:
     """The table's handler for an OpOverload, or None (the node becomes opaque)."""
     return ATEN_TABLE.get(target)
@@ -280,11 +290,12 @@ def _reshape(ctx: Any, x: Any, size: Any) -> SSAValue:
     if -1 in shape:
         ctx.bakes_size("a -1 size")
     out = ctx.real[ctx.node]
-    cls = aten.ViewOp if ctx.node.target in _VIEWS else aten.ReshapeOp
-    return ctx.add_op(cls(ctx.tensor(x), list(out.shape))).results[0]
+    # `aten.reshape`, not `aten.view`: ATen graphs are functional, so no write
+    # observes the difference, and the tensor this program feeds the op may be
+    # laid out differently from eager's (a fused `clone` is not a strided copy).
+    return ctx.add_op(aten.ReshapeOp(ctx.tensor(x), list(out.shape))).results[0]
 
 
-_VIEWS = {A.view.default, A._unsafe_view.default}
 _entry(A.view.default, A._unsafe_view.default, A.reshape.default)(_reshape)
 
 

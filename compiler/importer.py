@@ -98,10 +98,9 @@ class OpaqueCall:
     args: tuple[Any, ...]
     kwargs: dict[str, Any]
     multi: bool
-    present: tuple[int, ...] | None = None
-    """For a multi-result call whose results include `None` (ATen's optional
-    outputs, e.g. `convolution_backward`'s unrequested gradients): the positions
-    of the tensors, which are the op's results."""
+    kept: tuple[int, ...] | None = None
+    """For a multi-result call with None among its results (ATen backward ops with
+    an output mask): the positions of the results that are values."""
 
     def bind(self, root: nn.Module) -> Callable[..., tuple[Any, ...]]:
         """A callable over the op's runtime operands that returns its results."""
@@ -114,7 +113,7 @@ class OpaqueCall:
                 return getattr(obj, name)(*args, **kwargs)
         else:
             fn = self.target
-        args, kwargs, multi, present = self.args, self.kwargs, self.multi, self.present
+        args, kwargs, multi, kept = self.args, self.kwargs, self.multi, self.kept
 
         def fill(a: Any, ops: Sequence[Any]) -> Any:
             if isinstance(a, OperandRef):
@@ -129,8 +128,8 @@ class OpaqueCall:
             r = fn(*fill(args, ops), **fill(kwargs, ops))
             if r is None:
                 return ()
-            if present is not None:
-                return tuple(r[i] for i in present)
+            if kept is not None:
+                return tuple(r[i] for i in kept)
             return tuple(r) if multi else (r,)
 
         return call
@@ -312,7 +311,11 @@ class _Importer:
             module.verify()
         except VerifyException as e:
             raise UnsupportedGraph(f"imported IR does not verify: {e}") from e
-        return ImportedGraph(module, f, self.inputs, outputs, self.opaque, self.shape_dependent)
+        # In a graph with symbolic sizes, the sizes that are still constants are
+        # those Dynamo specialized and guards itself; symbolic ones never became
+        # constants (`bakes_size`), so the program serves every shape.
+        shape_dependent = self.shape_dependent and not self.symbolic
+        return ImportedGraph(module, f, self.inputs, outputs, self.opaque, shape_dependent)
 
     def import_input(self, node: torch.fx.Node, value: Any) -> Any:
         # Inputs are numbered by placeholder position, constants included.
@@ -519,10 +522,10 @@ class _Importer:
         values = list(value) if multi else [value]
         if value is None:  # run for its effect (e.g. a grad-mode switch); nothing flows
             multi, values = True, []
-        present = None
+        kept = None
         if multi and any(v is None for v in values):
-            present = tuple(i for i, v in enumerate(values) if v is not None)
-            values = [values[i] for i in present]
+            kept = tuple(i for i, v in enumerate(values) if v is not None)
+            values = [values[i] for i in kept]
         try:
             result_types = [value_type(v) for v in values]
         except _NotMapped as e:
@@ -557,12 +560,17 @@ class _Importer:
         self.add_op(op)
         for r in op.results:
             r.name_hint = _hint(node.name)
-        self.opaque[node.name] = OpaqueCall(node.op, node.target, args, kwargs, multi, present)
+        target = node.target
+        if isinstance(target, torch._ops.OpOverload):
+            from fusec.aten_table import OPAQUE_SUBSTITUTES
+
+            target = OPAQUE_SUBSTITUTES.get(target, target)
+        self.opaque[node.name] = OpaqueCall(node.op, target, args, kwargs, multi, kept)
         if value is None:
             return Const(None)
-        if present is not None:
+        if kept is not None:
             results = iter(op.results)
-            return tuple(next(results) if v is not None else Const(None) for v in value)
+            return tuple(next(results) if i in kept else Const(None) for i in range(len(value)))
         return tuple(op.results) if multi else op.results[0]
 
     def map_node(self, node: torch.fx.Node, value: Any) -> Any:
@@ -661,6 +669,8 @@ def _target_name(node: torch.fx.Node) -> str:
     if node.op == "call_module":
         return f"module.{node.target}"
     t = node.target
+    if isinstance(t, torch._ops.OpOverload):
+        return str(t)  # aten.add.Tensor
     mod = getattr(t, "__module__", None) or ""
     name = getattr(t, "__qualname__", None) or getattr(t, "__name__", None) or str(t)
     if name.startswith("_VariableFunctionsClass."):

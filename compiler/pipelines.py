@@ -4,8 +4,9 @@ Each is a `-p` pipeline string, so `fusec-opt --fuse x.mlir` is exactly
 `fusec-opt -p <FUSE_PIPELINE> x.mlir`.
 """
 
-FUSE_PIPELINE = "functionalize,decompose,sink-views,broadcasting-chunk,lower-broadcasting-chunk,fuse,fuse-concat-exits,fuse,remove-outputs-used-only-in-size"
-"""The default fusion pipeline: split biases out of linear/addmm, move chunks above
+FUSE_PIPELINE = "functionalize,raise-linear,decompose,sink-views,broadcasting-chunk,lower-broadcasting-chunk,fuse,fuse-concat-exits,fuse,remove-outputs-used-only-in-size"
+"""The default fusion pipeline: raise ATen's flattened N-d linears back to
+`aten.linear` (`raise-linear`), split biases out of linear/addmm, move chunks above
 their pointwise producers (as the seeds' BroadcastingChunk) and lower what is left
 to per-operand chunks, then fuse; cats of a group's outputs join it as exits, and
 a second `fuse` merges what the cat's uses had kept apart (the group can now move

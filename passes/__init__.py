@@ -10,6 +10,7 @@ _PASSES: tuple[tuple[str, str, str], ...] = (
     # (pass name, module in fusec.passes, class)
     ("functionalize", "functionalize", "FunctionalizePass"),
     ("decompose", "decompose", "DecomposePass"),
+    ("raise-linear", "raise_linear", "RaiseLinearPass"),
     ("sink-views", "sink_views", "SinkViewsPass"),
     ("broadcasting-chunk", "broadcasting_chunk", "BroadcastingChunkPass"),
     ("lower-broadcasting-chunk", "lower_broadcasting_chunk", "LowerBroadcastingChunkPass"),

@@ -1,0 +1,56 @@
+"""Prints the imported `aten` IR of ATen-level graphs, for the FileCheck tests:
+
+    python aten_graphs.py export-lstm        # torch.export + core ATen decompositions
+    python aten_graphs.py aot-mlp-backward   # AOTAutograd's backward graph (FakeTensors)
+"""
+
+from __future__ import annotations
+
+import sys
+
+import fusec
+import torch
+from fusec.aten_import import import_aten
+from torch import nn
+
+
+class LSTMCell(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.w_ih = nn.Parameter(torch.randn(16, 4))
+        self.w_hh = nn.Parameter(torch.randn(16, 4))
+        self.b = nn.Parameter(torch.randn(16))
+
+    def forward(self, x: torch.Tensor, hx: torch.Tensor, cx: torch.Tensor):
+        gates = x @ self.w_ih.t() + hx @ self.w_hh.t() + self.b
+        i, f, g, o = gates.chunk(4, 1)
+        cy = torch.sigmoid(f) * cx + torch.sigmoid(i) * torch.tanh(g)
+        return torch.sigmoid(o) * torch.tanh(cy), cy
+
+
+def export_lstm() -> str:
+    args = (torch.randn(2, 4), torch.randn(2, 4), torch.randn(2, 4))
+    ep = torch.export.export(LSTMCell(), args).run_decompositions()
+    return str(fusec.import_graph(ep))
+
+
+def aot_mlp_backward() -> str:
+    from torch._dynamo.backends.common import aot_autograd
+
+    printed: list[str] = []
+
+    def fw(gm: torch.fx.GraphModule, example_inputs: list) -> torch.fx.GraphModule:
+        return gm
+
+    def bw(gm: torch.fx.GraphModule, example_inputs: list) -> torch.fx.GraphModule:
+        printed.append(str(import_aten(gm, name="backward").module))
+        return gm
+
+    mlp = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 4), nn.Sigmoid())
+    model = torch.compile(mlp, backend=aot_autograd(fw_compiler=fw, bw_compiler=bw))
+    model(torch.randn(2, 4)).sum().backward()
+    return printed[0]
+
+
+if __name__ == "__main__":
+    print({"export-lstm": export_lstm, "aot-mlp-backward": aot_mlp_backward}[sys.argv[1]]())
