@@ -236,3 +236,43 @@ def test_lstm_loop_shares_its_kernels_across_50_steps() -> None:
         assert len(bw) <= 4 and bw.most_common(1)[0][1] >= steps - 3
         step_keys[steps] = set(fw) | set(bw)
     assert step_keys[50] == step_keys[4]
+
+
+def saved_for_backward(gm: torch.fx.GraphModule) -> list[str]:
+    """A forward graph's outputs after the function's own (one) result."""
+    output = next(n for n in gm.graph.nodes if n.op == "output")
+    return [str(n) for n in output.args[0][1:]]
+
+
+def test_min_cut_partition_keeps_fewer_activations_than_saving_everything() -> None:
+    """The partition recomputes cheap pointwise work in the backward (detached
+    copies of activations are rematerialized there), so the forward saves fewer
+    tensors than AOTAutograd's default partition, which saves every activation
+    the backward reads."""
+    from torch._functorch.aot_autograd import aot_function
+    from torch._functorch.partitioners import default_partition
+
+    def fn(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return torch.sigmoid(torch.tanh(x) * y + 1.0) * torch.exp(x)
+
+    f = fusec.compile(fn)
+    x = torch.randn(8, 16, requires_grad=True)
+    y = torch.randn(8, 16)
+    out = f(x, y)
+    out.backward(torch.ones_like(out))
+    xe = x.detach().requires_grad_()
+    ref = fn(xe, y)
+    ref.backward(torch.ones_like(ref))
+    torch.testing.assert_close(out, ref)
+    torch.testing.assert_close(x.grad, xe.grad)
+    forward, backward = f.compiled_graphs
+    assert forward.launches_per_call == 1 and backward.launches_per_call == 1
+
+    default_saved: list[list[str]] = []
+
+    def keep(gm: torch.fx.GraphModule, _: Any) -> Any:
+        default_saved.append(saved_for_backward(gm))
+        return gm
+
+    aot_function(fn, keep, keep, partition_fn=default_partition)(xe, y)
+    assert 0 < len(saved_for_backward(forward.gm)) < len(default_saved[0])
