@@ -16,6 +16,11 @@ exact shapes instead of broadcast patterns.
     f = fusec.compile(lstm_cell)
     hy, cy = f(x, hx, cx, w_ih, w_hh, b_ih, b_hh)
     f.launches_per_call   # 1: the whole pointwise tail is one kernel
+
+Calls that autograd records (grad mode on, an input or parameter requiring grad)
+specialize on exact shapes and run a `fusec.training.TrainingProgram`: AOTAutograd
+over the traced graph with fusec compiling its forward and backward ATen graphs
+(`f.compiled_graphs`); what AOTAutograd cannot trace runs eagerly with a warning.
 """
 
 from __future__ import annotations
