@@ -34,6 +34,14 @@ from fusec.compiled import CompileOptions, compile
 
 log = logging.getLogger("fusec")
 
+_DYNAMO_CONTROL_FLOW: tuple[type[BaseException], ...] = ()
+try:  # AOTAutograd raises it for Dynamo to re-trace with float inputs as tensors
+    from torch._dynamo.exc import TensorifyScalarRestartAnalysis
+
+    _DYNAMO_CONTROL_FLOW = (TensorifyScalarRestartAnalysis,)
+except ImportError:  # older torch
+    pass
+
 
 def fusec_backend(
     gm: torch.fx.GraphModule,
@@ -61,6 +69,8 @@ def fusec_backend(
             # AOTAutograd: fusec compiles the forward and backward ATen graphs.
             return dynamo_backend(gm, example_inputs, CompileOptions(**opts))
         return compile(gm, example_inputs, **opts)
+    except _DYNAMO_CONTROL_FLOW:
+        raise  # Dynamo's own signals (restart the analysis), not failures
     except Exception:  # noqa: BLE001 - Dynamo must get a runnable graph whatever happens
         log.warning("fusec: backend failed; the graph runs eagerly", exc_info=True)
         return gm.forward
