@@ -1,15 +1,17 @@
 """Training steps: eager PyTorch vs torch.compile (Inductor) vs fusec, in one run.
 
-    python benchmarks/training.py [--steps 20] [--no-inductor] [--models lstm,mlp,gpt2]
+    python benchmarks/training.py [--rounds 10] [--no-inductor] [--models lstm,mlp,gpt2]
 
 One step is zero_grad, forward, loss, backward and an SGD step (float32, CPU).
+The three variants of a model step in turn, round after round, and each time is
+the median over the rounds, so load from other processes hits all three alike.
 Workloads: the seeds' LSTM (the usual cell unrolled over T=50 steps, H=256,
-batch 64), an MLP (512-1024-1024-10, batch 256) and a GPT-2-style block (dim 256,
+batch 32), an MLP (512-1024-1024-10, batch 256) and a GPT-2-style block (dim 256,
 4 heads, batch 8, sequence 128); the models are those of the training tests
 (`tests/training_models.py`). Each compiled model is checked against eager on its
 first step (loss and gradients). Kernels: Inductor's generated kernels in the
 forward and the backward graph (`torch._inductor.metrics.generated_kernel_count`
-across the first forward and the first backward); fusec's fused kernels launched
+across the first forward and the first backward, Inductor's caches off); fusec's fused kernels launched
 per call of its forward and backward graphs; `kernels_compiled` is fusec's kernel
 cache count (kernels shared between graphs or time steps count once).
 """
@@ -33,7 +35,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from training_models import make_gpt2, make_lstm, make_mlp  # noqa: E402
 
 WORKLOADS: dict[str, Callable[[], tuple[torch.nn.Module, tuple, Any]]] = {
-    "lstm": lambda: make_lstm(batch=64, hidden=256, steps=50),
+    "lstm": lambda: make_lstm(batch=32, hidden=256, steps=50),
     "mlp": lambda: make_mlp(batch=256, sizes=(512, 1024, 1024, 10)),
     "gpt2": lambda: make_gpt2(batch=8, seq=128, dim=256),
 }
@@ -52,16 +54,19 @@ def step_fn(model: torch.nn.Module, forward: Callable[..., Any], inputs: tuple, 
     return step
 
 
-def bench(step: Callable[[], Any], steps: int) -> float:
-    """Median seconds per training step (after two warm-up steps)."""
-    step()
-    step()
-    times = []
-    for _ in range(steps):
-        t0 = time.perf_counter()
+def bench(steps: dict[str, Callable[[], Any]], rounds: int) -> dict[str, float]:
+    """Median seconds per training step of each variant, timed in turn (after
+    two warm-up steps each)."""
+    for step in steps.values():
         step()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+        step()
+    times: dict[str, list[float]] = {name: [] for name in steps}
+    for _ in range(rounds):
+        for name, step in steps.items():
+            t0 = time.perf_counter()
+            step()
+            times[name].append(time.perf_counter() - t0)
+    return {name: statistics.median(t) for name, t in times.items()}
 
 
 def first_step(model: torch.nn.Module, forward: Callable[..., Any], inputs: tuple, loss_fn: Any):
@@ -80,15 +85,16 @@ def check(got: Any, want: Any) -> None:
 
 def inductor_kernels(model: torch.nn.Module, inputs: tuple, loss_fn: Any) -> tuple[Any, ...]:
     """(compiled forward, kernels in the forward graph, in the backward graph, compile s)."""
-    from torch._inductor import metrics
+    from torch._inductor import config, metrics
 
     torch._dynamo.reset()
     metrics.reset()
     forward = torch.compile(model)
     t0 = time.perf_counter()
-    out = loss_fn(forward(*inputs))
-    fw = metrics.generated_kernel_count
-    out.backward()
+    with config.patch(force_disable_caches=True):  # a cache hit generates no kernels
+        out = loss_fn(forward(*inputs))
+        fw = metrics.generated_kernel_count
+        out.backward()
     compile_s = time.perf_counter() - t0
     return forward, fw, metrics.generated_kernel_count - fw, compile_s
 
@@ -109,7 +115,7 @@ def fusec_kernels(model: torch.nn.Module, inputs: tuple, loss_fn: Any) -> tuple[
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--steps", type=int, default=20, help="timed training steps per run")
+    ap.add_argument("--rounds", type=int, default=10, help="timed training steps per variant")
     ap.add_argument("--no-inductor", action="store_true")
     ap.add_argument("--models", default="lstm,mlp,gpt2")
     opts = ap.parse_args()
@@ -127,25 +133,30 @@ def main() -> None:
         torch.manual_seed(0)
         model, inputs, loss_fn = WORKLOADS[name]()
         want = first_step(model, model, inputs, loss_fn)
-        eager = bench(step_fn(copy.deepcopy(model), model, inputs, loss_fn), opts.steps)
+        eager_model = copy.deepcopy(model)
+        steps = {"eager": step_fn(eager_model, eager_model, inputs, loss_fn)}
 
         ind_cells = f"{'-':>11} {'-':>5} {'-':>5} {'-':>9}"
         if not opts.no_inductor:
             m = copy.deepcopy(model)
-            forward, fw, bw, cs = inductor_kernels(m, inputs, loss_fn)
+            forward, ind_fw, ind_bw, ind_cs = inductor_kernels(m, inputs, loss_fn)
             check(first_step(m, forward, inputs, loss_fn), want)
-            t = bench(step_fn(m, forward, inputs, loss_fn), opts.steps)
-            ind_cells = f"{t * 1e3:11.2f} {fw:5d} {bw:5d} {cs:9.1f}"
+            steps["inductor"] = step_fn(m, forward, inputs, loss_fn)
 
         m = copy.deepcopy(model)
         before = fusec.cache_stats()["kernels_compiled"]
         forward, fw, bw, cs = fusec_kernels(m, inputs, loss_fn)
         check(first_step(m, forward, inputs, loss_fn), want)
-        t = bench(step_fn(m, forward, inputs, loss_fn), opts.steps)
         compiled = fusec.cache_stats()["kernels_compiled"] - before
+        steps["fusec"] = step_fn(m, forward, inputs, loss_fn)
+
+        t = bench(steps, opts.rounds)
+        if not opts.no_inductor:
+            ind_cells = f"{t['inductor'] * 1e3:11.2f} {ind_fw:5d} {ind_bw:5d} {ind_cs:9.1f}"
         print(
-            f"{name:6} | {eager * 1e3:9.2f} | {ind_cells} | {t * 1e3:9.2f} {fw:5d} {bw:5d} "
-            f"{cs:9.1f} {compiled:16d}"
+            f"{name:6} | {t['eager'] * 1e3:9.2f} | {ind_cells} | {t['fusec'] * 1e3:9.2f} "
+            f"{fw:5d} {bw:5d} {cs:9.1f} {compiled:16d}",
+            flush=True,
         )
 
 
