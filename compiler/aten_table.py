@@ -220,6 +220,14 @@ def _alias(ctx: Any, x: Any) -> SSAValue:
     return ctx.tensor(x)
 
 
+@_entry(A.copy_.default)
+def _copy(ctx: Any, dst: Any, src: Any, non_blocking: Any = False) -> SSAValue:
+    """`copy_(dst, src)` (how torch.export writes a mutated buffer back): the value
+    written is `src` in `dst`'s dtype; the importer adds the `aten.copy_`."""
+    d, v = ctx.tensor(dst), ctx.tensor(src)
+    return ctx.add_op(aten.ToOp(v, d.type.get_element_type())).results[0]  # type: ignore[union-attr]
+
+
 # ------------------------------------------------- backward ops with a pointwise formula
 
 
@@ -403,6 +411,8 @@ def _split_with_sizes(ctx: Any, x: Any, sizes: Any, dim: Any = 0) -> tuple[SSAVa
 @_entry(A.split.Tensor)
 def _split(ctx: Any, x: Any, split_size: Any, dim: Any = 0) -> tuple[SSAValue, ...]:
     pieces = [p.shape[ctx.const(dim)] for p in ctx.real[ctx.node]]
+    if not _static_dim(ctx, ctx.node.args[0], ctx.const(dim)):
+        ctx.bakes_size("split by a piece size")  # the piece count follows the size
     return _pieces(ctx, x, pieces, ctx.const(dim))
 
 
@@ -461,10 +471,10 @@ _entry(A.mean.dim, A.mean.default)(_reduction(aten.MeanOp))
 
 @_entry(A.sym_size.int)
 def _sym_size(ctx: Any, x: Any, dim: Any) -> Any:
-    """A size read in a graph with symbolic shapes is a runtime value (`aten.opaque`
-    returning i64); in a static graph it is a constant like `x.size(d)`."""
+    """A size read in a graph with symbolic shapes is a runtime value
+    (`aten.sym_size`); in a static graph it is a constant like `x.size(d)`."""
     if ctx.symbolic:
-        raise imp._NotMapped("a symbolic size is read at run time")
+        return ctx.add_op(aten.SymSizeOp(ctx.tensor(x), ctx.const(dim))).results[0]
     ctx.bakes_size("a size read from an input")
     return ctx.constant(int(ctx.real[ctx.node]))
 

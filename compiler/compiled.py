@@ -204,7 +204,10 @@ class CompiledFunction:
         inputs = [g(args) for g in spec.getters]
         if self.options.cuda_graphs:
             return _fill(spec.outputs, self._graph_runner(spec)(args, inputs))
-        results = program(inputs)
+        try:
+            results = program(inputs)
+        except Exception as e:  # noqa: BLE001 - see `_program_failed`
+            return self._program_failed(key, spec, args, e)
         self.launches_per_call = program.last_launches  # less the groups whose guard failed
         return _fill(spec.outputs, results)
 
@@ -234,6 +237,26 @@ class CompiledFunction:
             if s.training
             for g in s.training.compilers.graphs
         ]
+
+    def _program_failed(
+        self, key: Any, spec: Specialization, args: Sequence[Any], error: Exception
+    ) -> Any:
+        """A compiled program raised: the call runs eagerly, and so does its
+        specialization from now on. If eager raises too, that is the caller's
+        error and it propagates; a program that writes its inputs in place may
+        have written some already, so its error propagates instead."""
+        from fusec.dialects.aten import CopyOp
+
+        imported = spec.imported
+        if imported is not None and any(isinstance(op, CopyOp) for op in imported.func.walk()):
+            raise error
+        result = self._eager(args)
+        reason = f"the compiled program failed: {type(error).__name__}: {error}"
+        log.warning("fusec: running eagerly: %s", reason)
+        with self._lock:
+            self.specializations[key] = Specialization(None, reason=reason)
+        self.launches_per_call = 0
+        return result
 
     def _graph_runner(self, spec: Specialization) -> Any:
         """The CUDA graph runner of a compiled specialization (made on first use)."""

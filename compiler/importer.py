@@ -18,6 +18,15 @@ folded into constants, which makes the result valid only for the example shapes
 `x.size()`) is returned or passed to an opaque op: there it is `aten.size %x`, a
 runtime `torch.Size`, and the import stays valid for every shape.
 
+ATen-level graphs (`torch.export`, AOTAutograd, `make_fx`) import the same way:
+a node whose target is a `torch.ops.aten` OpOverload finds its builder in
+`fusec.aten_table`. In a graph Dynamo captured with symbolic sizes (SymInt
+placeholders) a size is never a constant: SymInts are i64 arguments, `x.size(d)`
+is `aten.sym_size`, a whole `x.size()` is `aten.size`, and an op that would bake a
+size (`flatten`, a `-1` in `view`) runs as `aten.opaque` over those runtime values,
+so one program serves every shape. Any node that cannot be mapped runs through
+PyTorch as `aten.opaque`, and the `fusec` logger says which node, op and why.
+
 In-place pointwise ops (`x.add_(y)`, `torch.relu_(x)`, `F.relu(x, inplace=True)`,
 `nn.ReLU(inplace=True)`, `x += y`) import as the out-of-place op and a write back:
 
@@ -80,6 +89,9 @@ class Const:
     source: SSAValue | None = None
     """For a whole size (`x.shape`): the tensor it is read from, so a returned size
     can be `aten.size` of it instead of a constant."""
+    symbolic: bool = False
+    """Dynamo recorded this value with symbolic sizes: its value here is only this
+    call's, so it must never become a constant of the program."""
 
 
 @dataclass(frozen=True)
@@ -240,6 +252,8 @@ class _Importer:
             if isinstance(v, SSAValue):
                 return v
             if isinstance(v, Const):
+                if v.symbolic:
+                    raise _NotMapped(f"{a.name} holds symbolic sizes")
                 if v.from_shape:
                     self.shape_dependent = True
                 return self.constant(v.value)
@@ -258,7 +272,7 @@ class _Importer:
         """A Python value known at import time (sizes, dims, dtypes)."""
         if isinstance(a, torch.fx.Node):
             v = self.env[a]
-            if not isinstance(v, Const):
+            if not isinstance(v, Const) or v.symbolic:
                 raise _NotMapped(f"{a.name} is not known at import time")
             if v.from_shape:
                 self.shape_dependent = True
@@ -356,6 +370,8 @@ class _Importer:
         if isinstance(a, Const):
             if a.source is not None:
                 return self.output_structure(self.size_of(a.source), results)
+            if a.symbolic:
+                raise UnsupportedGraph("a returned value holds symbolic sizes")
             if a.from_shape:
                 self.shape_dependent = True
             return a
@@ -383,7 +399,9 @@ class _Importer:
             raise UnsupportedGraph(f"unknown node kind {node.op}")
         self.real[node] = value
 
-        folded = self.fold(node, value)
+        folded = self.fold_symbolic(node, value) if self.symbolic else None
+        if folded is None:
+            folded = self.fold(node, value)
         if folded is not None:
             self.env[node] = folded
             return
@@ -488,6 +506,37 @@ class _Importer:
                 f"{node.name} mutates {src.name} in place, which is read elsewhere or aliased"
             )
 
+    def fold_symbolic(self, node: torch.fx.Node, value: Any) -> Any:
+        """Sizes of a graph with symbolic shapes: `x.size(d)` and `x.shape[d]` are
+        `aten.sym_size` (a runtime i64); a whole `x.size()` is a `Const` that only
+        `aten.size` may read (`Const.symbolic`). Other values are left to `fold`."""
+        recorded = node.meta.get("example_value", node.meta.get("val"))
+        if not _holds_symbol(recorded):
+            return None
+        is_query = (node.op == "call_method" and node.target in _SHAPE_QUERIES) or (
+            node.op == "call_function" and node.target is getattr and node.args[1] in _SHAPE_QUERIES
+        )
+        first = node.args[0] if node.args and isinstance(node.args[0], torch.fx.Node) else None
+        base = self.env.get(first) if first is not None else None
+        if is_query and node.target in ("size", "shape", getattr) and isinstance(base, SSAValue):
+            dims = node.args[1:] if node.op == "call_method" else ()
+            dim = node.kwargs.get("dim", dims[0] if dims else None)
+            if dim is None:
+                return Const(value, True, self.size_source(node, value), symbolic=True)
+            return self.add_op(aten.SymSizeOp(base, self.const(dim))).results[0]
+        if (
+            node.op == "call_function"
+            and node.target is operator.getitem
+            and isinstance(base, Const)
+            and base.symbolic
+            and base.source is not None
+            and isinstance(node.args[1], int)
+        ):
+            return self.add_op(aten.SymSizeOp(base.source, node.args[1])).results[0]
+        if is_query:  # numel() and the like: read per call, through PyTorch
+            return self.make_opaque(node, value)
+        return None
+
     def fold(self, node: torch.fx.Node, value: Any) -> Const | None:
         """Sizes, dtypes and arithmetic on known values are constants."""
         if node.op == "call_method" and node.target in _SHAPE_QUERIES:
@@ -505,7 +554,8 @@ class _Importer:
             from_shape = any(self.env[a].from_shape for a in leaves)
             if isinstance(value, tuple) and any(isinstance(x, torch.Tensor) for x in value):
                 return None
-            return Const(value, from_shape)
+            # Arithmetic on symbolic sizes stays symbolic (never a constant).
+            return Const(value, from_shape, symbolic=any(self.env[a].symbolic for a in leaves))
         return None
 
     def size_source(self, node: torch.fx.Node, value: Any) -> SSAValue | None:
@@ -537,6 +587,8 @@ class _Importer:
                 v = self.env[a]
                 if isinstance(v, Const) and v.source is not None:
                     return template_value(self.size_of(v.source))
+                if isinstance(v, Const) and v.symbolic:
+                    raise UnsupportedGraph(f"{a.name} holds symbolic sizes that {node.name} reads")
                 if isinstance(v, Const):
                     if v.from_shape:
                         self.shape_dependent = True
@@ -612,6 +664,15 @@ class _Importer:
         v = self.import_attr(qual, value)
         assert isinstance(v, SSAValue)
         return v
+
+
+def _holds_symbol(v: Any) -> bool:
+    """Whether a recorded value is, or holds, a SymInt (a size Dynamo kept symbolic)."""
+    if isinstance(v, torch.SymInt | torch.SymFloat | torch.SymBool):
+        return True
+    if isinstance(v, torch.Size | tuple | list):
+        return any(_holds_symbol(x) for x in v)
+    return False
 
 
 def _has_symbolic_sizes(gm: torch.fx.GraphModule) -> bool:
@@ -927,6 +988,8 @@ def _split(
     s = ctx.const(split_size_or_sections)
     props: dict[str, Attribute] = {"dim": IntegerAttr(ctx.const(dim), inf.I64)}
     if isinstance(s, int):
+        # How many pieces there are depends on the size of `dim`.
+        ctx.bakes_size("split by a piece size")
         props["split_size"] = IntegerAttr(s, inf.I64)
     else:
         props["sizes"] = _int_array(list(s))

@@ -267,6 +267,11 @@ def _copy(op: Operation) -> OpFn:
     return copy
 
 
+def _sym_size(op: Operation) -> OpFn:
+    dim = _prop(op, "dim")
+    return lambda x: (x.size(dim),)
+
+
 def _broadcast_sizes(op: Operation) -> OpFn:
     return lambda *sizes: (torch.Size(torch.broadcast_shapes(*sizes)),)
 
@@ -300,6 +305,7 @@ _BUILDERS: dict[str, Callable[[Operation], OpFn]] = {
     "aten.mean": _reduction,
     "aten.copy_": _copy,
     "aten.size": lambda op: lambda x: (x.shape,),
+    "aten.sym_size": _sym_size,
     "fusion.broadcast_sizes": _broadcast_sizes,
 }
 for _name, _fn in _UNARY.items():

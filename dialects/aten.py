@@ -1208,6 +1208,33 @@ class SizeOp(IRDLOperation):
             )
 
 
+@irdl_op_definition
+class SymSizeOp(IRDLOperation):
+    """One size of a tensor as a runtime i64 (ATen's `sym_size.int`): in a graph
+    with symbolic shapes a size is a value of the program, not a constant of the
+    call that compiled it.
+
+    %n = aten.sym_size %x dim = 0 : tensor<4x3xf32> -> i64
+    """
+
+    name = "aten.sym_size"
+    input = operand_def(TensorType)
+    dim = prop_def(IntegerAttr[I64])
+    result = result_def(I64)
+    traits = traits_def(Pure())
+    assembly_format = "$input `dim` `=` $dim attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue | Operation, dim: int):
+        super().__init__(
+            operands=[input], properties={"dim": IntegerAttr(dim, I64)}, result_types=[I64]
+        )
+
+    def verify_(self) -> None:
+        t = self.input.type
+        assert isinstance(t, TensorType)
+        inf.normalize_dim(self.dim.value.data, t.get_num_dims())
+
+
 ATEN_OPS: list[type[Operation]] = [
     NegOp, AbsOp, ReluOp, ExpOp, Expm1Op, LogOp, Log1pOp, SqrtOp, RsqrtOp, ReciprocalOp,
     SigmoidOp, TanhOp, SiluOp, ErfOp, SinOp, CosOp, LogicalNotOp, LeakyReluOp, GeluOp,
@@ -1218,5 +1245,6 @@ ATEN_OPS: list[type[Operation]] = [
 ]  # fmt: skip
 
 ATEN_OPS += [CopyOp, SizeOp]
+ATEN_OPS += [SymSizeOp]
 
 Aten = Dialect("aten", ATEN_OPS, [SizeType])

@@ -123,7 +123,9 @@ class GuardPass(ModulePass):
         ).rewrite_module(op)
 
 
-_GENERIC_BARRIERS = frozenset({"aten.mm", "aten.matmul", "aten.linear", "aten.addmm"})
+_GENERIC_BARRIERS = frozenset(
+    {"aten.mm", "aten.matmul", "aten.linear", "aten.addmm", "aten.sym_size"}
+)
 """Non-pointwise ops whose eager form reads nothing from the example inputs."""
 
 

@@ -1,6 +1,7 @@
 """Prints the imported `aten` IR of ATen-level graphs, for the FileCheck tests:
 
     python aten_graphs.py export-lstm        # torch.export + core ATen decompositions
+    python aten_graphs.py export-dynamic     # torch.export with a symbolic batch size
     python aten_graphs.py aot-mlp-backward   # AOTAutograd's backward graph (FakeTensors)
 """
 
@@ -34,6 +35,17 @@ def export_lstm() -> str:
     return str(fusec.import_graph(ep))
 
 
+class ScaledFlatten(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.view(x.size(0), -1).sigmoid() * x.size(0)
+
+
+def export_dynamic() -> str:
+    batch = torch.export.Dim("batch")
+    ep = torch.export.export(ScaledFlatten(), (torch.randn(4, 3, 2),), dynamic_shapes=[{0: batch}])
+    return str(fusec.import_graph(ep))
+
+
 def aot_mlp_backward() -> str:
     from torch._dynamo.backends.common import aot_autograd
 
@@ -53,4 +65,9 @@ def aot_mlp_backward() -> str:
 
 
 if __name__ == "__main__":
-    print({"export-lstm": export_lstm, "aot-mlp-backward": aot_mlp_backward}[sys.argv[1]]())
+    graphs = {
+        "export-lstm": export_lstm,
+        "export-dynamic": export_dynamic,
+        "aot-mlp-backward": aot_mlp_backward,
+    }
+    print(graphs[sys.argv[1]]())
