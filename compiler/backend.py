@@ -13,6 +13,10 @@ inputs, runtime values of the program, so one program serves every size.
 The backend never raises where eager would not: an unknown option, or any failure
 while compiling, logs why and hands Dynamo the graph to run eagerly.
 
+When autograd records the region (grad mode on and an input or parameter that
+requires grad), the graph goes through AOTAutograd instead, and fusec compiles
+its forward and backward ATen graphs (`fusec.training`).
+
 `import fusec` registers the backend under the name "fusec" (when Dynamo's
 registry is imported, so importing fusec stays cheap); the `torch_dynamo_backends`
 entry point `fusec = "fusec.backend:fusec_backend"` does the same without the import.
@@ -34,6 +38,13 @@ log = logging.getLogger("fusec")
 
 _GRAPHS: list[weakref.ref[CompiledFunction]] = []
 _GRAPHS_LOCK = threading.Lock()
+_DYNAMO_CONTROL_FLOW: tuple[type[BaseException], ...] = ()
+try:  # AOTAutograd raises it for Dynamo to re-trace with float inputs as tensors
+    from torch._dynamo.exc import TensorifyScalarRestartAnalysis
+
+    _DYNAMO_CONTROL_FLOW = (TensorifyScalarRestartAnalysis,)
+except ImportError:  # older torch
+    pass
 
 
 def fusec_backend(
@@ -42,8 +53,8 @@ def fusec_backend(
     options: dict[str, Any] | None = None,
     **kwargs: Any,
 ) -> Callable[..., Any]:
-    """The Dynamo backend function: compile `gm` with fusec (and remember it for
-    `dynamo_graphs`).
+    """The Dynamo backend function: compile `gm` with fusec (through AOTAutograd
+    when autograd would record it), and remember it for `dynamo_graphs`.
 
     `torch.compile(..., options={...})` passes `options` as one dict; keyword
     options (`fusec_backend(gm, inputs, max_specializations=2)`) work too."""
@@ -56,7 +67,14 @@ def fusec_backend(
         )
         opts = {k: v for k, v in opts.items() if k in known}
     try:
+        from fusec.training import dynamo_backend, needs_autograd
+
+        if needs_autograd(example_inputs, gm):
+            # AOTAutograd: fusec compiles the forward and backward ATen graphs.
+            return dynamo_backend(gm, example_inputs, CompileOptions(**opts))
         fn = compile(gm, example_inputs, **opts)
+    except _DYNAMO_CONTROL_FLOW:
+        raise  # Dynamo's own signals (restart the analysis), not failures
     except Exception:  # noqa: BLE001 - Dynamo must get a runnable graph whatever happens
         log.warning("fusec: backend failed; the graph runs eagerly", exc_info=True)
         return gm.forward

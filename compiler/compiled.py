@@ -26,6 +26,11 @@ seeded runs equal eager ones.
     f = fusec.compile(lstm_cell)
     hy, cy = f(x, hx, cx, w_ih, w_hh, b_ih, b_hh)
     f.launches_per_call   # 1: the whole pointwise tail is one kernel
+
+Calls that autograd records (grad mode on, an input or parameter requiring grad)
+specialize on exact shapes and run a `fusec.training.TrainingProgram`: AOTAutograd
+over the traced graph with fusec compiling its forward and backward ATen graphs
+(`f.compiled_graphs`); what AOTAutograd cannot trace runs eagerly with a warning.
 """
 
 from __future__ import annotations
@@ -141,6 +146,16 @@ def _arg_spec(a: Any, grad: bool, exact: bool) -> Any:
     return ("value", a)
 
 
+def _training_spec(a: Any) -> Any:
+    if isinstance(a, torch.Tensor):
+        return (a.dtype, a.device, tuple(a.shape), a.stride(), a.requires_grad)
+    try:
+        hash(a)
+    except TypeError:
+        return ("unhashable", id(a))
+    return (type(a), a)
+
+
 def _fill(template: Any, outs: Sequence[Any]) -> Any:
     if isinstance(template, Ret):
         return outs[template.index]
@@ -176,6 +191,11 @@ class Specialization:
     unconfirmed: bool = False
     """Compiling failed unexpectedly: kept only once eager has run these inputs
     (if eager raises too, the inputs were bad, not the compiler)."""
+    training: Any = None
+    """For calls autograd records: the `fusec.training.TrainingProgram` (fused
+    forward and backward through AOTAutograd) that runs instead of `program`."""
+    verified: bool = False
+    """The training program has run once (traced and compiled) without error."""
 
     @property
     def launches(self) -> int:
@@ -224,11 +244,15 @@ class CompiledFunction:
         self.last: Specialization | None = None
         self.untraceable: str | None = None
         """Why torch.fx could not trace the function (it then runs eagerly)."""
+        self._parameters = tuple(gm.parameters()) if gm is not None else ()
 
     # ------------------------------------------------------------------ calls
 
     def _key(self, args: Sequence[Any]) -> Any:
         grad = torch.is_grad_enabled()
+        if grad and _needs_grad(args, [p for p in self._parameters if p.requires_grad]):
+            # AOTAutograd traces static shapes and fixes non-tensor arguments.
+            return ("autograd", *[_training_spec(a) for a in args])
         exact = self._exact_shapes
         return (grad, *[_arg_spec(a, grad, exact) for a in args])
 
@@ -253,6 +277,8 @@ class CompiledFunction:
         if spec is None:
             spec = self._specialize(key, args)
         self.last = spec
+        if spec.training is not None:
+            return self._run_training(spec, args)
         program = spec.program
         if program is None:
             self.launches_per_call = 0
@@ -347,6 +373,33 @@ class CompiledFunction:
             variant._variant_names = tuple(name for name, _ in self._params() or [])
         return variant
 
+    def _run_training(self, spec: Specialization, args: Sequence[Any]) -> Any:
+        if spec.verified:
+            result = spec.training(args)
+        else:
+            try:  # the first call traces and compiles the forward graph
+                result = spec.training(args)
+            except Exception as e:  # noqa: BLE001 - whatever AOTAutograd cannot trace runs eagerly
+                warn_user(f"fusec: running eagerly: AOTAutograd failed: {e}")
+                spec.training, spec.reason = None, f"AOTAutograd failed: {e}"
+                self.launches_per_call = 0
+                return self._eager(args)
+            spec.verified = True
+        forward = spec.training.forward
+        self.launches_per_call = 0 if forward is None else forward.launches_per_call
+        return result
+
+    @property
+    def compiled_graphs(self) -> list[Any]:
+        """The forward/backward `fusec.training.CompiledGraph`s of every training
+        specialization, in the order AOTAutograd compiled them."""
+        return [
+            g
+            for s in self.specializations.values()
+            if s.training
+            for g in s.training.compilers.graphs
+        ]
+
     def _program_failed(
         self, key: Any, spec: Specialization, args: Sequence[Any], error: Exception
     ) -> Any:
@@ -400,7 +453,11 @@ class CompiledFunction:
             spec = self.specializations.get(key)
             if spec is not None:
                 return spec
-            compiled = {id(s): s for s in self.specializations.values() if s.program is not None}
+            compiled = {
+                id(s): s
+                for s in self.specializations.values()
+                if s.program is not None or s.training is not None
+            }
             if len(compiled) >= self.options.max_specializations:
                 reason = (
                     f"more than max_specializations={self.options.max_specializations} "
@@ -454,7 +511,7 @@ class CompiledFunction:
         no autograd, and nothing unguarded that depends on the example inputs."""
         from fusec.passes.guard import why_not_input_generic
 
-        if self._exact_shapes or self._eager_reason(args) is not None:
+        if self._exact_shapes or key[0] == "autograd" or self._eager_reason(args) is not None:
             return None
         kinds = [_arg_kind(a) for a in key[1:]]
         for k, spec in self.specializations.items():
@@ -472,6 +529,13 @@ class CompiledFunction:
     def _compile(self, args: Sequence[Any], key: Any) -> Specialization:
         start = time.perf_counter()
         reason = self._eager_reason(args)
+        if reason is None and key[0] == "autograd":
+            from fusec.training import TrainingProgram
+
+            assert self.gm is not None
+            spec = Specialization(None, training=TrainingProgram(self.gm, args, self.options))
+            spec.compile_seconds = time.perf_counter() - start
+            return spec
         if reason is None:
             try:
                 spec = self._build(args)
@@ -501,13 +565,6 @@ class CompiledFunction:
     def _eager_reason(self, args: Sequence[Any]) -> str | None:
         if self.gm is None:
             return self.untraceable or "the function cannot be traced with torch.fx"
-        if torch.is_grad_enabled():
-            params = [p for p in self.gm.parameters() if p.requires_grad]
-            if _needs_grad(args, params):
-                return (
-                    "autograd is recording and inputs or parameters require grad "
-                    "(fused kernels have no backward; use torch.no_grad())"
-                )
         return None
 
     def _build(self, args: Sequence[Any]) -> Specialization:

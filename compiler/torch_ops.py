@@ -175,9 +175,10 @@ def _expand(op: Operation) -> OpFn:
 
 
 def _view(op: Operation) -> OpFn:
-    # `contiguous()` imports as the value itself (layout is not in the IR), so the
-    # input of `view` may be a non-contiguous tensor here: `reshape` is `view`
-    # wherever a view exists (same aliasing) and copies only where it does not.
+    # `reshape` is `view` wherever a view exists (same aliasing) and copies only
+    # where fusec hands over another layout than eager had: `contiguous()` imports
+    # as the value itself, and a same-dtype `aten.to` (ATen's
+    # `clone(memory_format=contiguous)`) runs as a no-op.
     shape = _shape(op.results[0].type)
     return lambda x: (x.reshape(shape),)
 

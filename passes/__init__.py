@@ -12,6 +12,7 @@ _PASSES: tuple[tuple[str, str, str], ...] = (
     ("decompose", "decompose", "DecomposePass"),
     ("raise-linear", "raise_linear", "RaiseLinearPass"),
     ("decompose-reductions", "decompose_reductions", "DecomposeReductionsPass"),
+    ("sink-views", "sink_views", "SinkViewsPass"),
     ("broadcasting-chunk", "broadcasting_chunk", "BroadcastingChunkPass"),
     ("lower-broadcasting-chunk", "lower_broadcasting_chunk", "LowerBroadcastingChunkPass"),
     ("fuse", "fuse", "FusePass"),

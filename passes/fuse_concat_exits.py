@@ -21,7 +21,16 @@ the kernel signature, `fusec.runtime.operands.prepare` allocates and narrows).
       fusion.yield %2 : tensor<4x6xf32>
     }
 
-Conditions (anything else is left alone and the cat runs through PyTorch):
+Parts computed by several groups (or lone pointwise ops) first merge into one
+group at the latest one's place (`MergeGroupsOfCatParts`): in the seeds' LSTM
+backward each gate's gradient starts a fusion group of its own, siblings with no
+common pointwise consumer, and "allowing Concat nodes to be an exit node" is what
+makes the backward one kernel. The merge is legal when no other op reads an
+earlier part's group before the latest one (the graph stays acyclic), no kept
+write lies between them, every merged group's outputs have the parts' shape (one
+index space), and the group stays within `arg-limit`.
+
+Conditions for the exit (anything else is left alone and the cat runs through PyTorch):
 - every cat operand is a result of the same `fusion.group`, and the cat is outside
   any group (so nothing in the group can use the cat's result);
 - all parts have the same type shape, so the group's index space is the parts'
@@ -33,8 +42,7 @@ then writes it twice (its own buffer and its slice). Handing the other users a
 `narrow` of the cat instead would alias the two, which later passes and the
 runtime do not model; the extra write is cheaper than a separate cat anyway.
 
-Parts from several groups (siblings with no common consumer) are not merged here:
-that cat stays a torch cat. `fuse` runs again after this pass (`FUSE_PIPELINE`):
+`fuse` runs again after this pass (`FUSE_PIPELINE`):
 once the cat is inside, the group may fuse into consumers that sat after the cat,
 but never into one that reads the cat's result (`reads_cat_exit`).
 """
@@ -46,7 +54,17 @@ from dataclasses import dataclass, field
 from fusec.dialects.aten import CatOp, Reduction
 from fusec.dialects.fusion import GroupOp, YieldOp
 from fusec.dialects.inference import normalize_dim
-from fusec.passes.fusion_utils import DEFAULT_ARG_LIMIT, check_arg_limit, in_group
+from fusec.passes.fusion_utils import (
+    DEFAULT_ARG_LIMIT,
+    FusionState,
+    absorb_op,
+    arg_count_after,
+    check_arg_limit,
+    in_group,
+    is_pointwise,
+    merge_groups,
+    wrap_in_group,
+)
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Operation, OpResult, Region, SSAValue
@@ -93,6 +111,66 @@ def reads_cat_exit(consumer: Operation, producer: Operation) -> bool:
         isinstance(v, OpResult) and v.op is producer and isinstance(values[v.index].owner, CatOp)
         for v in consumer.operands
     )
+
+
+@dataclass
+class MergeGroupsOfCatParts(RewritePattern):
+    """The groups (and lone pointwise ops) computing a `cat`'s parts merge into one
+    group at the latest one's place, so the cat can become its exit.
+
+    %a = fusion.group (%x = %p) { %0 = aten.exp %x; fusion.yield %0 }
+    %b = fusion.group (%y = %q) { %1 = aten.neg %y; fusion.yield %1 }
+    %c = aten.cat %a, %b dim = 1
+    -> %b, %a = fusion.group (%y = %q, %x = %p) { aten.exp; aten.neg; fusion.yield %1, %0 }
+       %c = aten.cat %a, %b dim = 1
+    """
+
+    state: FusionState
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: CatOp, rewriter: PatternRewriter, /) -> None:
+        block = op.parent_block()
+        if block is None or in_group(op):
+            return
+        owners: dict[Operation, None] = {}
+        for v in op.inputs:
+            if not isinstance(v, OpResult) or v.op.parent is not block:
+                return
+            if not (isinstance(v.op, GroupOp) or is_pointwise(v.op)):
+                return
+            if isinstance(v.op, GroupOp) and any(
+                o.has_trait(Reduction) for o in v.op.body.block.ops
+            ):
+                return  # one reduction domain per group: `fuse` decides those merges
+            owners[v.op] = None
+        if len(owners) < 2:
+            return
+        # One index space: every output of every merged group has the parts' shape.
+        shapes = {
+            tuple(r.type.get_shape()) if isinstance(r.type, TensorType) else None
+            for owner in owners
+            for r in owner.results
+        }
+        if len(shapes) != 1 or None in shapes:
+            return
+        state = self.state
+        ordered = sorted(owners, key=state.position)
+        target = ordered[-1]
+        for earlier in ordered[:-1]:
+            if any(state.has_user_before(r, target) for r in earlier.results):
+                return
+            if state.crosses_write(earlier, target):
+                return
+        group = target if isinstance(target, GroupOp) else None
+        for earlier in reversed(ordered[:-1]):
+            if arg_count_after(group or target, earlier) > state.arg_limit:
+                return  # what merged so far stays merged: legal, just no exit
+            if group is None:
+                group = wrap_in_group(target, rewriter, state)
+            if isinstance(earlier, GroupOp):
+                group = merge_groups(group, earlier, rewriter, state)
+            else:
+                group = absorb_op(group, earlier, rewriter, state)
 
 
 @dataclass
@@ -169,4 +247,6 @@ class FuseConcatExitsPass(ModulePass):
         check_arg_limit(self.name, self.arg_limit)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        state = FusionState(arg_limit=self.arg_limit)
+        PatternRewriteWalker(MergeGroupsOfCatParts(state)).rewrite_module(op)
         PatternRewriteWalker(MoveCatIntoGroup(self.arg_limit)).rewrite_module(op)

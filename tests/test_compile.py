@@ -95,7 +95,7 @@ def test_module_graph_module_and_example_inputs():
         assert_same(f(x), m(x))
 
 
-def test_autograd_runs_eagerly():
+def test_autograd_compiles_forward_and_backward():
     class M(nn.Module):
         def __init__(self):
             super().__init__()
@@ -107,11 +107,15 @@ def test_autograd_runs_eagerly():
     m = M()
     f = fusec.compile(m)
     x = torch.randn(2, 3)
-    with pytest.warns(UserWarning, match="autograd"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no eager fallback (tests/test_training.py has more)
         y = f(x)
-    assert y.grad_fn is not None
-    y.sum().backward()
-    assert m.lin.weight.grad is not None
+        assert y.grad_fn is not None
+        y.sum().backward()
+    assert [g.kind for g in f.compiled_graphs] == ["forward", "backward"]
+    ref = m.lin.weight.detach().requires_grad_()
+    torch.sigmoid(torch.nn.functional.linear(x, ref, m.lin.bias.detach())).sum().backward()
+    torch.testing.assert_close(m.lin.weight.grad, ref.grad)
 
 
 def test_untraceable_function_runs_eagerly():

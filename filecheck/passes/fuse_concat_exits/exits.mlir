@@ -64,12 +64,16 @@ func.func @promote(%a: tensor<4xf32>) -> tensor<8xf32> {
 
 // -----
 
-// Negative: the parts come from two different groups.
+// Parts from two sibling groups: the groups merge (at the later one's place,
+// their common input read once) and the cat becomes the merged group's exit.
 // CHECK-LABEL: func.func @two_groups
-// CHECK:         fusion.group
-// CHECK:         fusion.group
-// CHECK:         }
-// CHECK-NEXT:    %[[C:.*]] = aten.cat
+// CHECK-SAME:    (%[[A:.*]]: tensor<4xf32>)
+// CHECK-NEXT:    %[[C:.*]] = fusion.group (%[[X:.*]] = %[[A]]) : (tensor<4xf32>) -> (tensor<8xf32>) {
+// CHECK-NEXT:      %[[E:.*]] = aten.exp %[[X]]
+// CHECK-NEXT:      %[[N:.*]] = aten.neg %[[X]]
+// CHECK-NEXT:      %[[CAT:.*]] = aten.cat %[[E]], %[[N]] dim = 0
+// CHECK-NEXT:      fusion.yield %[[CAT]] : tensor<8xf32>
+// CHECK-NEXT:    }
 // CHECK-NEXT:    func.return %[[C]]
 func.func @two_groups(%a: tensor<4xf32>) -> tensor<8xf32> {
   %p = fusion.group (%x = %a) : (tensor<4xf32>) -> (tensor<4xf32>) {
@@ -82,6 +86,76 @@ func.func @two_groups(%a: tensor<4xf32>) -> tensor<8xf32> {
   }
   %c = aten.cat %p, %q dim = 0 : tensor<4xf32>, tensor<4xf32> -> tensor<8xf32>
   func.return %c : tensor<8xf32>
+}
+
+// -----
+
+// A lone pointwise op computing a part joins the group too; a part the merged
+// group still yields for another user stays an output.
+// CHECK-LABEL: func.func @lone_pointwise_part
+// CHECK-SAME:    (%[[A:.*]]: tensor<4xf32>, %[[B:.*]]: tensor<4xf32>)
+// CHECK-NEXT:    %[[E:.*]], %[[C:.*]] = fusion.group (%[[Y:.*]] = %[[B]], %[[X:.*]] = %[[A]])
+// CHECK-SAME:      -> (tensor<4xf32>, tensor<8xf32>)
+// CHECK-NEXT:      %[[EX:.*]] = aten.exp %[[X]]
+// CHECK-NEXT:      %[[NEG:.*]] = aten.neg %[[Y]]
+// CHECK-NEXT:      %[[CAT:.*]] = aten.cat %[[NEG]], %[[EX]] dim = 0
+// CHECK-NEXT:      fusion.yield %[[EX]], %[[CAT]]
+// CHECK-NEXT:    }
+// CHECK-NEXT:    func.return %[[C]], %[[E]]
+func.func @lone_pointwise_part(%a: tensor<4xf32>, %b: tensor<4xf32>) -> (tensor<8xf32>, tensor<4xf32>) {
+  %p = fusion.group (%x = %a) : (tensor<4xf32>) -> (tensor<4xf32>) {
+    %0 = aten.exp %x : tensor<4xf32> -> tensor<4xf32>
+    fusion.yield %0 : tensor<4xf32>
+  }
+  %q = aten.neg %b : tensor<4xf32> -> tensor<4xf32>
+  %c = aten.cat %q, %p dim = 0 : tensor<4xf32>, tensor<4xf32> -> tensor<8xf32>
+  func.return %c, %p : tensor<8xf32>, tensor<4xf32>
+}
+
+// -----
+
+// Negative: an op between the groups reads the earlier one, and the later group
+// reads that op: merging would put the earlier group after its user (a cycle).
+// CHECK-LABEL: func.func @user_between
+// CHECK:         %[[P:.*]] = fusion.group
+// CHECK:         %[[S:.*]] = aten.sum %[[P]]
+// CHECK:         %[[Q:.*]] = fusion.group
+// CHECK:         %[[C:.*]] = aten.cat %[[P]], %[[Q]] dim = 0
+// CHECK-NEXT:    func.return %[[C]]
+func.func @user_between(%a: tensor<4xf32>) -> tensor<8xf32> {
+  %p = fusion.group (%x = %a) : (tensor<4xf32>) -> (tensor<4xf32>) {
+    %0 = aten.exp %x : tensor<4xf32> -> tensor<4xf32>
+    fusion.yield %0 : tensor<4xf32>
+  }
+  %s = aten.sum %p dims = [0] keepdim = true : tensor<4xf32> -> tensor<1xf32>
+  %q = fusion.group (%x = %a, %y = %s) : (tensor<4xf32>, tensor<1xf32>) -> (tensor<4xf32>) {
+    %0 = aten.mul %x, %y : tensor<4xf32>, tensor<1xf32> -> tensor<4xf32>
+    fusion.yield %0 : tensor<4xf32>
+  }
+  %c = aten.cat %p, %q dim = 0 : tensor<4xf32>, tensor<4xf32> -> tensor<8xf32>
+  func.return %c : tensor<8xf32>
+}
+
+// -----
+
+// Negative: a group with an output of another shape has another index space.
+// CHECK-LABEL: func.func @other_index_space
+// CHECK:         fusion.group
+// CHECK:         fusion.group
+// CHECK:         %[[C:.*]] = aten.cat
+// CHECK-NEXT:    func.return %[[C]]
+func.func @other_index_space(%a: tensor<4xf32>, %b: tensor<1xf32>) -> (tensor<8xf32>, tensor<1xf32>) {
+  %p:2 = fusion.group (%x = %a, %y = %b) : (tensor<4xf32>, tensor<1xf32>) -> (tensor<4xf32>, tensor<1xf32>) {
+    %0 = aten.exp %y : tensor<1xf32> -> tensor<1xf32>
+    %1 = aten.mul %x, %0 : tensor<4xf32>, tensor<1xf32> -> tensor<4xf32>
+    fusion.yield %1, %0 : tensor<4xf32>, tensor<1xf32>
+  }
+  %q = fusion.group (%x = %a) : (tensor<4xf32>) -> (tensor<4xf32>) {
+    %0 = aten.neg %x : tensor<4xf32> -> tensor<4xf32>
+    fusion.yield %0 : tensor<4xf32>
+  }
+  %c = aten.cat %p#0, %q dim = 0 : tensor<4xf32>, tensor<4xf32> -> tensor<8xf32>
+  func.return %c, %p#1 : tensor<8xf32>, tensor<1xf32>
 }
 
 // -----

@@ -1,0 +1,301 @@
+"""Training through AOTAutograd: forward and backward graphs compiled by fusec.
+
+Every model runs optimizer steps twice, eagerly and compiled, from the same
+initial state on the same inputs; losses, every parameter's gradient, and the
+parameters and buffers (batch-norm running stats) after each step must match.
+No run may fall back to eager, and both halves must be fusec programs."""
+
+from __future__ import annotations
+
+import copy
+import warnings
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+import fusec
+import pytest
+import torch
+from fusec.training import CompiledGraph, clear_compiled_graphs, compiled_graphs
+from torch import nn
+from training_models import MODELS, Loss
+
+FRONTENDS = ["fusec.compile", "torch.compile"]
+
+
+@pytest.fixture(autouse=True)
+def fresh_dynamo() -> None:
+    torch._dynamo.reset()
+    clear_compiled_graphs()
+
+
+def compiled(model: nn.Module, frontend: str) -> Callable[..., Any]:
+    if frontend == "fusec.compile":
+        return fusec.compile(model)
+    return torch.compile(model, backend="fusec")
+
+
+def train(
+    model: nn.Module, forward: Callable[..., Any], inputs: tuple, loss_fn: Loss, steps: int = 2
+) -> list[tuple[torch.Tensor, dict[str, torch.Tensor], dict[str, torch.Tensor]]]:
+    """Per step: the loss, every parameter's gradient, and the state after the step."""
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    history = []
+    for _ in range(steps):
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(forward(*inputs))
+        loss.backward()
+        grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+        opt.step()
+        state = {k: v.clone() for k, v in model.state_dict().items()}
+        history.append((loss.detach().clone(), grads, state))
+    return history
+
+
+def assert_same_training(got: list, want: list, names: list[str]) -> None:
+    for (loss, grads, state), (loss_e, grads_e, state_e) in zip(got, want, strict=True):
+        torch.testing.assert_close(loss, loss_e, rtol=1e-4, atol=1e-5)
+        assert sorted(grads) == sorted(names), "every parameter gets a gradient"
+        assert sorted(grads) == sorted(grads_e)
+        for n in grads:
+            torch.testing.assert_close(grads[n], grads_e[n], rtol=1e-4, atol=1e-5, msg=n)
+        assert sorted(state) == sorted(state_e)
+        for k in state:
+            torch.testing.assert_close(state[k], state_e[k], rtol=1e-4, atol=1e-5, msg=k)
+
+
+def run_both(name: str, frontend: str) -> tuple[list[CompiledGraph], Callable[..., Any]]:
+    torch.manual_seed(0)
+    model, inputs, loss_fn = MODELS[name]()
+    model.train()
+    reference = copy.deepcopy(model)
+    want = train(reference, reference, inputs, loss_fn)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        forward = compiled(model, frontend)
+        got = train(model, forward, inputs, loss_fn)
+    eager = [str(w.message) for w in caught if "running eagerly" in str(w.message)]
+    assert not eager, eager
+    assert_same_training(got, want, [n for n, _ in model.named_parameters()])
+    graphs = forward.compiled_graphs if frontend == "fusec.compile" else compiled_graphs()
+    return graphs, forward
+
+
+@pytest.mark.parametrize("frontend", FRONTENDS)
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_training_steps_match_eager(name: str, frontend: str) -> None:
+    graphs, _ = run_both(name, frontend)
+    kinds = [g.kind for g in graphs]
+    # One forward and one backward graph per compiled region, both run by fusec.
+    assert "forward" in kinds and "backward" in kinds, kinds
+    assert kinds.count("forward") == kinds.count("backward")
+    assert all(g.function.last is not None and g.function.last.program for g in graphs)
+    # Every model has pointwise work on both sides (bias adds, activations,
+    # residuals, their gradients): each side launches fused kernels.
+    for kind in ("forward", "backward"):
+        assert sum(g.launches_per_call for g in graphs if g.kind == kind) > 0, kind
+
+
+def test_inference_keeps_the_fx_path() -> None:
+    model = MODELS["mlp"]()[0]
+    f = fusec.compile(model)
+    x = torch.randn(4, 32)
+    with torch.no_grad():
+        torch.testing.assert_close(f(x), model(x))
+    assert f.compiled_graphs == []
+    assert f.last is not None and f.last.training is None and f.last.program is not None
+    assert f.launches_per_call > 0
+
+
+def test_torch_compile_inference_keeps_the_fx_path() -> None:
+    model = MODELS["mlp"]()[0]
+    g = torch.compile(model, backend="fusec")
+    x = torch.randn(4, 32)
+    with torch.no_grad():
+        torch.testing.assert_close(g(x), model(x))
+    assert compiled_graphs() == []
+    assert fusec.cache_stats()["kernels_compiled"] > 0
+
+
+def test_gradients_of_inputs_and_scalar_arguments() -> None:
+    def fn(x: torch.Tensor, y: torch.Tensor, scale: float) -> torch.Tensor:
+        return torch.tanh(x * y + scale) * torch.sigmoid(y)
+
+    f = fusec.compile(fn)
+    for scale in (0.5, 2.0):  # a scalar argument is part of the specialization
+        x = torch.randn(6, 5, requires_grad=True)
+        y = torch.randn(6, 5, requires_grad=True)
+        out = f(x, y, scale)
+        out.backward(torch.ones_like(out))
+        xe, ye = x.detach().requires_grad_(), y.detach().requires_grad_()
+        ref = fn(xe, ye, scale)
+        ref.backward(torch.ones_like(ref))
+        torch.testing.assert_close(out, ref)
+        torch.testing.assert_close(x.grad, xe.grad)
+        torch.testing.assert_close(y.grad, ye.grad)
+    assert len([g for g in f.compiled_graphs if g.kind == "forward"]) == 2
+
+
+def test_untraceable_by_aot_autograd_runs_eagerly_with_a_warning() -> None:
+    class Item(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.w = nn.Parameter(torch.randn(4))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            # `.item()` is data-dependent: AOTAutograd cannot trace it without Dynamo.
+            return x * self.w * torch.ops.aten._local_scalar_dense(x.sum())
+
+    model = Item()
+    f = fusec.compile(model)
+    x = torch.randn(4)
+    with pytest.warns(UserWarning, match="AOTAutograd failed"):
+        out = f(x)
+    torch.testing.assert_close(out, model(x))
+    out.sum().backward()
+    assert model.w.grad is not None
+
+
+def lstm_grads(model: nn.Module, forward: Callable[..., Any], inputs: tuple) -> list[torch.Tensor]:
+    model.zero_grad(set_to_none=True)
+    out = forward(*inputs)
+    out.square().mean().backward()
+    return [out.detach(), *(p.grad for p in model.parameters())]
+
+
+def test_lstm_cell_forward_and_backward_are_one_kernel_each() -> None:
+    """The seeds' LSTM cell: the forward (bias adds, chunk, gate tail) is one
+    kernel; the backward's pointwise work is one kernel whose exit is the cat of
+    the four gate gradients (chunk's backward), the rest matmuls and bias sums."""
+    from reference_models import lstm_cell
+
+    torch.manual_seed(0)
+    b, i, h = 3, 5, 4
+    inputs = [torch.randn(b, i), torch.randn(b, h), torch.randn(b, h)]
+    weights = [torch.randn(4 * h, i), torch.randn(4 * h, h), torch.randn(4 * h), torch.randn(4 * h)]
+    f = fusec.compile(lstm_cell)
+    results = []
+    for fn in (lstm_cell, f):
+        w = [t.clone().requires_grad_() for t in weights]
+        hy, cy = fn(*inputs, *w)
+        (hy.square().sum() + cy.sum()).backward()
+        results.append([hy, cy, *(t.grad for t in w)])
+    for got, want in zip(results[1], results[0], strict=True):
+        torch.testing.assert_close(got, want)
+    forward, backward = f.compiled_graphs
+    assert (forward.kind, forward.launches_per_call) == ("forward", 1)
+    assert (backward.kind, backward.launches_per_call) == ("backward", 1)
+    # The backward kernel's one output is the cat of the gate gradients, [b, 4h].
+    groups = [s for s in backward.function.last.program.all_steps() if s.kind == "kernel"]
+    assert len(groups) == 1
+    assert f"-> (tensor<{b}x{4 * h}xf32>)" in backward.function.ir()
+
+
+def kernel_keys(graph: CompiledGraph, with_cat: bool | None = None) -> Counter[str]:
+    """The kernel cache keys of a compiled graph's groups (one per launch), those
+    writing a cat exit only (True), or those without one (False)."""
+    from fusec.dialects.aten import CatOp
+    from fusec.dialects.fusion import GroupOp
+    from fusec.runtime.cache import default_cache
+
+    spec = graph.function.last
+    assert spec is not None and spec.imported is not None
+    groups = [g for g in spec.imported.func.walk() if isinstance(g, GroupOp)]
+    if with_cat is not None:
+        groups = [g for g in groups if any(isinstance(o, CatOp) for o in g.walk()) == with_cat]
+    return Counter(default_cache().key(g) for g in groups)
+
+
+def test_lstm_loop_shares_its_kernels_across_50_steps() -> None:
+    """Unrolled over T steps, each step launches one forward kernel and one
+    backward kernel (the gate gradients through the cat exit), plus one kernel per
+    weight summing the steps' gradients. The steps share their kernels: only the
+    boundary steps differ (the last forward step yields no cell state for a next
+    one; the last backward step gets no gradient from a later one, and the first
+    two see the initial state, an input that needs no gradient), and
+    T=50 needs no step kernel that T=4 did not compile."""
+    from training_models import LSTMLoop
+
+    step_keys = {}
+    for steps in (4, 50):
+        torch.manual_seed(0)
+        model = LSTMLoop(8, 8, steps)
+        inputs = (torch.randn(steps, 2, 8), torch.randn(2, 8), torch.randn(2, 8))
+        want = lstm_grads(model, model, inputs)
+        f = fusec.compile(model)
+        got = lstm_grads(model, f, inputs)
+        for g, w in zip(got, want, strict=True):
+            torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-5)
+        forward, backward = f.compiled_graphs
+        assert forward.launches_per_call == steps
+        # w_ih, w_hh and the two biases (their per-step gradients are one sum) accumulate.
+        assert backward.launches_per_call == steps + 3
+        fw, bw = kernel_keys(forward), kernel_keys(backward, with_cat=True)
+        assert sum(fw.values()) == sum(bw.values()) == steps
+        assert len(fw) <= 2 and fw.most_common(1)[0][1] >= steps - 1
+        assert len(bw) <= 4 and bw.most_common(1)[0][1] >= steps - 3
+        step_keys[steps] = set(fw) | set(bw)
+    assert step_keys[50] == step_keys[4]
+
+
+def saved_for_backward(gm: torch.fx.GraphModule) -> list[str]:
+    """A forward graph's outputs after the function's own (one) result."""
+    output = next(n for n in gm.graph.nodes if n.op == "output")
+    return [str(n) for n in output.args[0][1:]]
+
+
+def test_min_cut_partition_keeps_fewer_activations_than_saving_everything() -> None:
+    """The partition recomputes cheap pointwise work in the backward (detached
+    copies of activations are rematerialized there), so the forward saves fewer
+    tensors than AOTAutograd's default partition, which saves every activation
+    the backward reads."""
+    from torch._functorch.aot_autograd import aot_function
+    from torch._functorch.partitioners import default_partition
+
+    def fn(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return torch.sigmoid(torch.tanh(x) * y + 1.0) * torch.exp(x)
+
+    f = fusec.compile(fn)
+    x = torch.randn(8, 16, requires_grad=True)
+    y = torch.randn(8, 16)
+    out = f(x, y)
+    out.backward(torch.ones_like(out))
+    xe = x.detach().requires_grad_()
+    ref = fn(xe, y)
+    ref.backward(torch.ones_like(ref))
+    torch.testing.assert_close(out, ref)
+    torch.testing.assert_close(x.grad, xe.grad)
+    forward, backward = f.compiled_graphs
+    assert forward.launches_per_call == 1 and backward.launches_per_call == 1
+
+    default_saved: list[list[str]] = []
+
+    def keep(gm: torch.fx.GraphModule, _: Any) -> Any:
+        default_saved.append(saved_for_backward(gm))
+        return gm
+
+    aot_function(fn, keep, keep, partition_fn=default_partition)(xe, y)
+    assert 0 < len(saved_for_backward(forward.gm)) < len(default_saved[0])
+
+
+@pytest.mark.parametrize("name", ["mlp", "gpt2"])
+def test_torch_compile_dynamic_shapes_train_through_fusec(name: str) -> None:
+    """With `dynamic=True` the ATen graphs take symbolic sizes as inputs; Dynamo's
+    own restart signals raised inside AOTAutograd pass through the backend (they
+    are not failures), and two batch sizes give eager's gradients."""
+    torch.manual_seed(0)
+    model, inputs, _ = MODELS[name]()
+    reference = copy.deepcopy(model)
+    g = torch.compile(model, backend="fusec", dynamic=True)
+    for batch in (4, 6):
+        x = torch.randn(batch, *inputs[0].shape[1:])
+        got, want = g(x).square().mean(), reference(x).square().mean()
+        got.backward()
+        want.backward()
+        torch.testing.assert_close(got, want)
+        for (n, p), q in zip(model.named_parameters(), reference.parameters(), strict=True):
+            torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-5, msg=n)
+        model.zero_grad()
+        reference.zero_grad()
+    kinds = [c.kind for c in compiled_graphs()]
+    assert "forward" in kinds and "backward" in kinds
