@@ -879,9 +879,7 @@ def _getter(source: tuple[str, Any], root: torch.nn.Module) -> Callable[[Sequenc
     return fetch
 
 
-def compile(
-    graph: Any, example_inputs: Sequence[Any] | None = None, **options: Any
-) -> Any:
+def compile(graph: Any, example_inputs: Sequence[Any] | None = None, **options: Any) -> Any:
     """`fusec.compile(fn_or_module_or_graph_module, example_inputs=None, **options)`.
 
     A `torch.export.ExportedProgram` runs through `fusec.exported` (its lifted
