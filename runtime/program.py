@@ -387,35 +387,36 @@ def _generate_run(program: HostProgram) -> Callable[[Sequence[Any]], list[Any]]:
 def _generate_guard(
     checks: Sequence[_InputCheck], failed: Callable[..., tuple[bool]]
 ) -> Callable[..., tuple[bool]]:
-    """A guard's checks as one generated function of its inputs: nested `if`s
-    over attribute reads, `failed(*inputs)` when one does not hold.
+    """A guard's checks as one generated function of its inputs: a flat run of
+    `if`s over attribute reads (flat, since Python caps nesting at 100 levels and
+    groups can have more inputs than that), `failed(*inputs)` when one does not hold.
 
         def guard(x0):
-            if isinstance(x0, Tensor) and x0.dtype == d0 and x0.is_cpu:
-                z = x0.shape
-                if len(z) == 2 and z[0] != 1 and z[1] == 1 and x0.is_contiguous():
-                    return OK
-            return failed(x0)
+            if not (isinstance(x0, Tensor) and x0.dtype == d0 and x0.is_cpu):
+                return failed(x0)
+            z = x0.shape
+            if not (len(z) == 2 and z[0] != 1 and z[1] == 1 and x0.is_contiguous()):
+                return failed(x0)
+            return OK
     """
     env: dict[str, Any] = {"Tensor": torch.Tensor, "OK": (True,), "failed": failed}
     xs = ", ".join(f"x{i}" for i in range(len(checks)))
     lines = [f"def guard({xs}):"]
-    indent = "    "
+    fail = f"        return failed({xs})"
     for i, c in enumerate(checks):
         x = f"x{i}"
         env[f"d{i}"] = c.dtype
         device = _device_test(x, c.device, c.full_device)
-        lines.append(f"{indent}if isinstance({x}, Tensor) and {x}.dtype == d{i} and {device}:")
-        indent += "    "
-        lines.append(f"{indent}z = {x}.shape")
+        lines.append(f"    if not (isinstance({x}, Tensor) and {x}.dtype == d{i} and {device}):")
+        lines.append(fail)
+        lines.append(f"    z = {x}.shape")
         conds = [f"len(z) == {c.ndim}"]
         conds += [f"z[{d}] {'==' if one else '!='} 1" for d, one in enumerate(c.ones)]
         if c.contiguous:
             conds.append(f"{x}.is_contiguous()")
-        lines.append(f"{indent}if {' and '.join(conds)}:")
-        indent += "    "
-    lines.append(f"{indent}return OK")
-    lines.append(f"    return failed({xs})")
+        lines.append(f"    if not ({' and '.join(conds)}):")
+        lines.append(fail)
+    lines.append("    return OK")
     exec("\n".join(lines), env)  # noqa: S102 - source built from the precomputed checks
     return env["guard"]
 

@@ -178,3 +178,18 @@ def test_compile_past_max_specializations_stays_eager_when_ops_bake_shapes() -> 
     torch.testing.assert_close(hy, ref_hy)
     torch.testing.assert_close(cy, ref_cy)
     assert f.last.program is None
+
+
+def test_a_guard_over_more_inputs_than_python_nests_blocks():
+    """A group of 60 inputs: its generated guard must not nest a block per input
+    (Python stops at 100 levels, which made such graphs run eagerly)."""
+    n = 60
+    src = "def many({}):\n    return {}\n".format(
+        ", ".join(f"x{i}" for i in range(n)), " + ".join(f"x{i} * {i}" for i in range(n))
+    )
+    env: dict = {}
+    exec(src, env)
+    xs = [torch.randn(5) for _ in range(n)]
+    f = fusec.compile(env["many"])
+    torch.testing.assert_close(f(*xs), env["many"](*xs))
+    assert f.launches_per_call == 1
