@@ -475,6 +475,28 @@ _entry(A._softmax.default)(_softmax(False))
 _entry(A._log_softmax.default)(_softmax(True))
 
 
+def _softmax_int(log: bool) -> Handler:
+    def handle(ctx: Any, x: Any, dim: Any, dtype: Any = None) -> SSAValue:
+        """`aten.softmax.int(x, dim, dtype=None)` (torch.export's training IR)."""
+        built = norm.build_softmax(ctx.tensor(x), int(ctx.const(dim)), norm._dtype(ctx, dtype), log)
+        return norm._emit(ctx, built)
+
+    return handle
+
+
+_entry(A.softmax.int)(_softmax_int(False))
+_entry(A.log_softmax.int)(_softmax_int(True))
+
+
+@_entry(A.layer_norm.default)
+def _layer_norm(
+    ctx: Any, x: Any, shape: Any, weight: Any = None, bias: Any = None, eps: Any = 1e-5,
+    cudnn_enable: Any = True,
+) -> SSAValue:  # fmt: skip
+    """`aten.layer_norm.default` (torch.export's training IR): as `F.layer_norm`."""
+    return norm._layer_norm(ctx, x, shape, weight, bias, eps)
+
+
 # ---------------------------------------------------------------------- sizes
 
 

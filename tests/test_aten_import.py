@@ -391,8 +391,8 @@ def test_aten_table_entries_match_eager(rows):
     opaque = {
         op.properties["target"].data for op in f.last.imported.func.walk() if op.name == "aten.opaque"
     }
-    # What has no aten op yet (h13: softmax, amax) and the factory `full`.
-    assert opaque == {"aten._softmax.default", "aten.amax.default", "aten.full.default"}
+    # Only the factory `full` has no aten op: softmax and amax map to reductions.
+    assert opaque == {"aten.full.default"}
 
 
 def test_sizes_read_in_a_dynamic_graph_are_never_baked():
