@@ -710,7 +710,10 @@ _register(torch.add, operator.add, operator.iadd, "add", "add_")(_alpha_handler(
 _register(torch.sub, operator.sub, operator.isub, "sub", "sub_")(_alpha_handler(aten.SubOp))
 
 
-@_register(torch.div, operator.truediv, operator.itruediv, "div", "div_")
+@_register(
+    torch.div, torch.divide, torch.true_divide, operator.truediv, operator.itruediv,
+    "div", "div_", "divide", "divide_", "true_divide", "true_divide_",
+)  # fmt: skip
 def _div(ctx: _Importer, a: Any, b: Any, *, rounding_mode: str | None = None) -> SSAValue:
     mode = ctx.const(rounding_mode)
     return _binary(ctx, aten.DivOp, a, b, rounding_mode=None if mode is None else StringAttr(mode))
@@ -722,7 +725,8 @@ def _floordiv(ctx: _Importer, a: Any, b: Any) -> SSAValue:
 
 
 for _cls, _keys in {
-    aten.MulOp: (torch.mul, operator.mul, operator.imul, "mul", "mul_"),
+    aten.MulOp: (torch.mul, torch.multiply, operator.mul, operator.imul, "mul", "mul_",
+                 "multiply", "multiply_"),
     aten.PowOp: (torch.pow, operator.pow, "pow"),
     aten.MaximumOp: (torch.maximum, "maximum"),
     aten.MinimumOp: (torch.minimum, "minimum"),
@@ -737,6 +741,22 @@ for _cls, _keys in {
     aten.LogicalXorOp: (torch.logical_xor, "logical_xor"),
 }.items():
     _register(*_keys)(lambda ctx, a, b, _c=_cls: _binary(ctx, _c, a, b))
+
+
+def _max_min(op_cls: type[Operation]) -> Handler:
+    """`torch.max(a, b)` / `a.max(b)` with a tensor `b` is the elementwise op;
+    the reductions (`torch.max(a)`, `torch.max(a, dim)`) stay opaque."""
+
+    def handle(ctx: _Importer, a: Any, b: Any = None, *rest: Any, **kwargs: Any) -> SSAValue:
+        if rest or kwargs or not isinstance(ctx.env.get(b), SSAValue):
+            raise _NotMapped("max/min reduction")
+        return _binary(ctx, op_cls, a, b)
+
+    return handle
+
+
+_register(torch.max, "max")(_max_min(aten.MaximumOp))
+_register(torch.min, "min")(_max_min(aten.MinimumOp))
 
 
 @_register(torch.where, "where")

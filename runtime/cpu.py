@@ -51,6 +51,8 @@ class CpuKernel:
         for _ in range(len(sig.operands) + len(sig.outputs)):
             argtypes += [ctypes.c_void_p] + [ctypes.c_int64] * lrank
         argtypes += [_SCALAR_CTYPES[dt] for _, dt in sig.scalars]
+        if sig.zero_division_flag:
+            argtypes.append(ctypes.c_void_p)
         proto = ctypes.CFUNCTYPE(None, *argtypes)
         self._fn = proto(self._jit.address(artifact.name))
 
@@ -64,11 +66,16 @@ class CpuKernel:
         for t in (*operands, *outs):
             mid.append(t.data_ptr())
             mid += broadcast_strides(t, space) if space else [0]
-        tail = [inputs[i] for i, _ in sig.scalars]
+        tail: list[object] = [inputs[i] for i, _ in sig.scalars]
+        flag = None
+        if sig.zero_division_flag:
+            flag = ctypes.c_int8(0)
+            tail.append(ctypes.addressof(flag))
         n0 = loop_space[0]
         chunks = min(num_threads(), n0)
         if chunks <= 1 or math.prod(loop_space) < _MIN_PARALLEL_ELEMENTS:
             self._fn(0, n0, *mid, *tail)
+            _check_zero_division(flag)
             return results
         bounds = [n0 * k // chunks for k in range(chunks + 1)]
         futures = [
@@ -78,7 +85,14 @@ class CpuKernel:
         self._fn(bounds[0], bounds[1], *mid, *tail)
         for f in futures:
             f.result()
+        _check_zero_division(flag)
         return results
+
+
+def _check_zero_division(flag: ctypes.c_int8 | None) -> None:
+    """Eager's error for an integer division by zero the kernel saw."""
+    if flag is not None and flag.value:
+        raise RuntimeError("ZeroDivisionError")
 
 
 _loaded: dict[KernelArtifact, CpuKernel] = {}

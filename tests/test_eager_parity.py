@@ -1,0 +1,197 @@
+"""Regression tests for the wrong results random differential testing found
+(issue 18): each case must give eager's answer, or raise eager's error, and the
+cases that are fusible must run as a kernel (`launches_per_call`)."""
+
+from __future__ import annotations
+
+import fusec
+import pytest
+import torch
+import torch.nn.functional as F
+
+
+def same(got, want):
+    """Exact equality of values, dtypes, shapes and the sign of zeros."""
+    flat_got = got if isinstance(got, tuple | list) else (got,)
+    flat_want = want if isinstance(want, tuple | list) else (want,)
+    assert len(flat_got) == len(flat_want)
+    for g, w in zip(flat_got, flat_want, strict=True):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        torch.testing.assert_close(g, w, rtol=0, atol=0, equal_nan=True)
+        if g.is_floating_point():  # the sign of zeros (a NaN's sign is no answer)
+            real = ~torch.isnan(w)
+            assert torch.equal(torch.signbit(g)[real], torch.signbit(w)[real]), (g, w)
+
+
+def fused(fn, *args, launches=1):
+    """`fusec.compile(fn)(*args)`, checked to have run `launches` kernels."""
+    f = fusec.compile(fn)
+    out = f(*args)
+    assert f.launches_per_call == launches, f.ir()
+    return out
+
+
+# ------------------------------------------------------- 1. integer division by 0
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda a, b: (a * 2) // b,
+        lambda a, b: torch.div(a + 1, b, rounding_mode="trunc"),
+        lambda a, b: torch.div(a + 1, b, rounding_mode="floor"),
+    ],
+    ids=["floordiv", "trunc", "floor"],
+)
+def test_integer_division_by_zero_raises_eagers_error(fn):
+    a = torch.arange(-6, 6)
+    b = torch.tensor([1, 2, 3, -4, 5, 6, -1, 2, 3, 4, 5, 6])
+    f = fusec.compile(fn)
+    same(f(a, b), fn(a, b))
+    assert f.launches_per_call == 1
+    b[5] = 0
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        fn(a, b)
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        f(a, b)
+
+
+def test_integer_division_min_by_minus_one_wraps_as_eager():
+    a = torch.tensor([-(2**63), 7, -7])
+    b = torch.tensor([-1, -2, 2])
+    # (eager's own trunc division traps on MIN / -1, so only floor is compared)
+    fn = lambda a, b: (a + 0) // b  # noqa: E731
+    same(fused(fn, a, b), fn(a, b))
+
+
+# ------------------------------------------------- 2. symbols the JIT cannot resolve
+
+
+def test_double_tanh_to_half_runs():
+    fn = lambda a: torch.tanh(a).half()  # noqa: E731
+    x = torch.randn(64, dtype=torch.float64)
+    same(fused(fn, x), fn(x))
+
+
+def test_module_calling_an_unresolvable_symbol_is_refused():
+    from fusec.llvm_jit import JitModule, UnresolvedSymbols
+
+    ir = (
+        "declare double @fusec_no_such_function(double)\n"
+        "define double @f(double %x) {\n"
+        "  %r = call double @fusec_no_such_function(double %x)\n"
+        "  ret double %r\n}\n"
+    )
+    with pytest.raises(UnresolvedSymbols, match="fusec_no_such_function"):
+        JitModule(ir)
+    libm = "declare double @sin(double)\ndefine double @f(double %x) {\n"
+    libm += "  %r = call double @sin(double %x)\n  ret double %r\n}\n"
+    assert JitModule(libm).address("f")
+
+
+def test_kernel_that_cannot_load_falls_back_to_pytorch(monkeypatch):
+    from fusec import llvm_jit
+
+    monkeypatch.setattr(llvm_jit, "elf_undefined_symbols", lambda obj: ["__truncdfhf2"])
+    fn = lambda a: (a * 2 + 1).half()  # noqa: E731
+    x = torch.randn(8, dtype=torch.float64)
+    f = fusec.compile(fn)
+    same(f(x), fn(x))
+    assert f.launches_per_call == 0
+
+
+# ------------------------------------------------------------ 7. scalar attributes
+
+
+def test_leaky_relu_with_zero_slope():
+    fn = lambda x: F.leaky_relu(x * 1, 0.0)  # noqa: E731
+    x = torch.randn(32)
+    same(fused(fn, x), fn(x))
+
+
+def test_clamp_with_bool_bound():
+    fn = lambda x: torch.clamp(x * 1, min=True)  # noqa: E731
+    x = torch.randn(32)
+    same(fused(fn, x), fn(x))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("op", ["lt", "le", "eq", "ge", "gt", "ne"])
+def test_half_compared_with_python_float_rounds_the_scalar(dtype, op):
+    x = torch.tensor([0.1, 0.2, 0.3333, 0.7, 1 / 3, 0.099976], dtype=dtype)
+    for scalar in (0.1, 0.3333, 1 / 3, 0.7):
+        fn = _compare_with(op, scalar)
+        same(fused(fn, x), fn(x))
+
+
+def _compare_with(op, scalar):
+    return lambda x: getattr(x * 1, op)(scalar)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_arithmetic_and_clamp_round_python_scalars(dtype):
+    x = torch.linspace(-1, 1, 101, dtype=dtype)
+    for fn in (lambda x: torch.clamp(x, min=0.1, max=0.7) * 1, lambda x: torch.where(x > 0, x, 0.1)):
+        same(fused(fn, x), fn(x))
+
+
+# ------------------------------------------------------------------- 9. numerics
+
+
+def test_signed_zeros_in_clamp_maximum_minimum():
+    x = torch.tensor([0.0, -0.0, 1.0, -1.0, float("nan")])
+    for fn in (
+        lambda x: torch.clamp(x * 1, min=0.0),
+        lambda x: torch.clamp(x * 1, max=-0.0),
+        lambda x: torch.maximum(x * 1, -x),
+        lambda x: torch.minimum(x * 1, -x),
+        lambda x: torch.relu(x * 1),
+    ):
+        same(fused(fn, x), fn(x))
+
+
+def test_pow_with_special_scalar_exponents():
+    x = torch.tensor([-float("inf"), float("inf"), -0.0, 0.0, -2.0, 3.0, float("nan")])
+    for e in (0.5, -0.5, 2.0, 3.0, -1.0, -2.0, 1.5, 2):
+        fn = _power(e)
+        same(fused(fn, x), fn(x))
+
+
+def _power(e):
+    return lambda x: (x * 1) ** e
+
+
+# --------------------------------------------------- 10. fusible, and now fused
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.int8])
+def test_integer_pow_is_fused(dtype):
+    a = torch.tensor([-3, -2, -1, 0, 1, 2, 3, 5, 7], dtype=dtype)
+    b = torch.tensor([0, 1, 2, 3, 4, 5, 9, -1, -2], dtype=dtype)
+    fn = lambda a, b: (a + 0) ** b  # noqa: E731
+    same(fused(fn, a, b), fn(a, b))
+    fn2 = lambda a: (a + 0) ** 3  # noqa: E731
+    same(fused(fn2, a), fn2(a))
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda a, b: torch.multiply(a, b) + 1,
+        lambda a, b: torch.divide(a, b) + 1,
+        lambda a, b: torch.true_divide(a, b) + 1,
+        lambda a, b: torch.max(a, b) + 1,
+        lambda a, b: torch.min(a, b) + 1,
+        lambda a, b: a.multiply(b).divide(a).true_divide(b).max(a).min(b),
+    ],
+    ids=["multiply", "divide", "true_divide", "max", "min", "methods"],
+)
+def test_aliases_are_fused(fn):
+    a, b = torch.randn(16) + 3, torch.randn(16) + 3
+    same(fused(fn, a, b), fn(a, b))
+
+
+def test_max_min_reductions_still_run():
+    x = torch.randn(4, 5)
+    for fn in (lambda x: torch.max(x * 1), lambda x: torch.max(x * 1, 1)[0] + 1):
+        same(fusec.compile(fn)(x), fn(x))
