@@ -172,7 +172,11 @@ def _is_scalar(v: Any) -> bool:
     return isinstance(v, bool | int | float)
 
 
-_MUTATING_OPS = {operator.iadd, operator.isub, operator.imul, operator.itruediv}
+_MUTATING_OPS = {
+    operator.iadd, operator.isub, operator.imul, operator.itruediv, operator.ifloordiv,
+    operator.imod, operator.ipow, operator.iand, operator.ior, operator.ixor,
+    operator.ilshift, operator.irshift,
+}  # fmt: skip
 _SHAPE_QUERIES = {"size", "dim", "numel", "ndimension", "shape", "dtype", "device", "ndim"}
 
 
@@ -253,7 +257,7 @@ class _Importer:
             n.op not in ("placeholder", "get_attr", "output") and self.mutates(n)
             for n in self.gm.graph.nodes
         )
-        clones: dict[int, Any] = {}
+        clones: dict[Any, Any] = {}
         if writes:
             # One clone per distinct tensor, so inputs passed twice still alias.
             self.example_inputs = [_clone(v, clones) for v in self.example_inputs]
@@ -558,12 +562,25 @@ class _Importer:
         return v
 
 
-def _clone(v: Any, clones: dict[int, Any]) -> Any:
-    """`v`, or for a tensor its clone (the same clone for the same tensor)."""
+def _clone(v: Any, clones: dict[Any, Any]) -> Any:
+    """`v`, or for a tensor a copy with the same layout over a copy of its
+    storage (one copy per storage): sizes, strides, stride-0 dims and aliasing
+    between inputs stay as the caller's, so in-place writes behave (and raise,
+    e.g. into an expanded tensor) as they would on the caller's tensors."""
     if not isinstance(v, torch.Tensor):
         return v
     if id(v) not in clones:
-        clones[id(v)] = v.clone()
+        if v.layout != torch.strided or v.is_quantized or v.is_nested:
+            clones[id(v)] = v.clone()
+        else:
+            storage = v.untyped_storage()
+            key = ("storage", storage.data_ptr())
+            if key not in clones:
+                clones[key] = storage.clone()
+            copy = clones[key]
+            clones[id(v)] = torch.empty(0, dtype=v.dtype, device=v.device).set_(
+                copy, v.storage_offset(), v.size(), v.stride()
+            )
     return clones[id(v)]
 
 
@@ -719,7 +736,7 @@ def _div(ctx: _Importer, a: Any, b: Any, *, rounding_mode: str | None = None) ->
     return _binary(ctx, aten.DivOp, a, b, rounding_mode=None if mode is None else StringAttr(mode))
 
 
-@_register(operator.floordiv, torch.floor_divide, "floor_divide")
+@_register(operator.floordiv, operator.ifloordiv, torch.floor_divide, "floor_divide")
 def _floordiv(ctx: _Importer, a: Any, b: Any) -> SSAValue:
     return _binary(ctx, aten.DivOp, a, b, rounding_mode=StringAttr("floor"))
 
@@ -727,7 +744,7 @@ def _floordiv(ctx: _Importer, a: Any, b: Any) -> SSAValue:
 for _cls, _keys in {
     aten.MulOp: (torch.mul, torch.multiply, operator.mul, operator.imul, "mul", "mul_",
                  "multiply", "multiply_"),
-    aten.PowOp: (torch.pow, operator.pow, "pow"),
+    aten.PowOp: (torch.pow, operator.pow, operator.ipow, "pow", "pow_"),
     aten.MaximumOp: (torch.maximum, "maximum"),
     aten.MinimumOp: (torch.minimum, "minimum"),
     aten.EqOp: (torch.eq, operator.eq, "eq"),
@@ -799,7 +816,12 @@ def _gelu_module(ctx: _Importer, mod: nn.GELU, x: Any) -> SSAValue:
 
 
 def _cast(ctx: _Importer, x: Any, dtype: torch.dtype) -> SSAValue:
+    """`x.to(dtype)`; to x's own dtype it is x itself, as in PyTorch (no copy):
+    a later in-place write through the result writes x."""
     v = ctx.tensor(x)
+    assert isinstance(v.type, TensorType)
+    if v.type.get_element_type() == DTYPES_OF_TORCH[dtype]:
+        return v
     return ctx.add_op(aten.ToOp(v, DTYPES_OF_TORCH[dtype])).results[0]
 
 
@@ -1195,8 +1217,10 @@ def trace(fn_or_module: Any) -> torch.fx.GraphModule:
     """A GraphModule for a GraphModule, an `nn.Module` or a function (symbolic trace)."""
     if isinstance(fn_or_module, torch.fx.GraphModule):
         return fn_or_module
+    from fusec.tracing import symbolic_trace
+
     try:
-        return torch.fx.symbolic_trace(fn_or_module)
+        return symbolic_trace(fn_or_module)
     except Exception as e:  # noqa: BLE001 - any tracing failure means "run eagerly"
         raise UnsupportedGraph(f"torch.fx cannot trace {fn_or_module!r}: {e}") from e
 

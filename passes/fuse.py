@@ -29,8 +29,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from fusec.dialects.aten import ChunkOp
+from fusec.dialects.aten import CatOp, ChunkOp
 from fusec.dialects.fusion import GroupOp
+from fusec.dialects.inference import broadcast_shapes
 from fusec.passes.fuse_concat_exits import reads_cat_exit
 from fusec.passes.fusion_utils import (
     DEFAULT_ARG_LIMIT,
@@ -56,6 +57,7 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.transforms.common_subexpression_elimination import cse
 from xdsl.transforms.dead_code_elimination import region_dce
+from xdsl.utils.exceptions import VerifyException
 
 
 def _is_producer_for(consumer: Operation, producer: Operation) -> bool:
@@ -84,11 +86,31 @@ def try_fuse(
         return False
     if arg_count_after(consumer, producer, inputs) > state.arg_limit:
         return False
+    if not _outputs_broadcast(consumer, producer):
+        return False
     group = consumer if isinstance(consumer, GroupOp) else wrap_in_group(consumer, rewriter, state)
     if isinstance(producer, GroupOp):
         merge_groups(group, producer, rewriter, state)
     else:
         absorb_op(group, producer, rewriter, state)
+    return True
+
+
+def _outputs_broadcast(*ops: Operation) -> bool:
+    """Can one kernel compute the results of `ops`? It runs over a single index
+    space, so their shapes must broadcast together: a producer feeding
+    `a + y` (2x3) and `a * z` (5x3) stays out of a group holding both.
+    (A cat exit's result is written part by part and does not count.)"""
+    shapes: list[tuple[int, ...]] = []
+    for op in ops:
+        yielded = op.yield_op.values if isinstance(op, GroupOp) else op.results
+        for r, v in zip(op.results, yielded, strict=True):
+            if isinstance(r.type, TensorType) and not isinstance(v.owner, CatOp):
+                shapes.append(tuple(r.type.get_shape()))
+    try:
+        broadcast_shapes(*shapes)
+    except VerifyException:
+        return False
     return True
 
 

@@ -195,3 +195,182 @@ def test_max_min_reductions_still_run():
     x = torch.randn(4, 5)
     for fn in (lambda x: torch.max(x * 1), lambda x: torch.max(x * 1, 1)[0] + 1):
         same(fusec.compile(fn)(x), fn(x))
+
+
+# ------------------------------------------------- 3-5. in-place writes and aliases
+
+
+def run_both(fn, *args):
+    """(eager result, eager inputs after), (fusec result, fusec inputs after),
+    each on its own copy of `args` (strides kept)."""
+
+    def copy(a):
+        if not isinstance(a, torch.Tensor):
+            return a
+        c = torch.empty_strided(a.size(), a.stride(), dtype=a.dtype)
+        c.copy_(a)
+        return c
+
+    eager_args = [copy(a) for a in args]
+    fusec_args = [copy(a) for a in args]
+    f = fusec.compile(fn)
+    return (fn(*eager_args), eager_args), (f(*fusec_args), fusec_args), f
+
+
+def check_in_place(fn, *args):
+    (want, want_args), (got, got_args), f = run_both(fn, *args)
+    torch.testing.assert_close(got, want)
+    for g, w in zip(got_args, want_args, strict=True):
+        torch.testing.assert_close(g, w)  # writes to the caller's tensors
+    return f
+
+
+def test_read_stays_before_an_in_place_write_through_a_view():
+    def fn(x):
+        v2 = x + 1
+        v5 = v2[None]
+        v6 = v2 * 3
+        v5.sigmoid_()
+        return v6, v2
+
+    def on_input(v2):
+        v5 = v2[None]
+        v6 = v2 * 3
+        v5.sigmoid_()
+        return v6
+
+    check_in_place(fn, torch.randn(4, 3))
+    check_in_place(on_input, torch.randn(4, 3))
+
+
+def test_no_op_cast_is_an_alias():
+    def on_input(x):
+        y = x.float()
+        y.mul_(2)
+        return y + 1
+
+    def on_fresh(x):
+        a = x + 1
+        y = a.to(torch.float32)
+        z = a * 3
+        y.mul_(2)
+        return z, a
+
+    check_in_place(on_input, torch.randn(4))
+    f = check_in_place(on_fresh, torch.randn(4))
+    assert f.launches_per_call >= 1
+
+
+def test_augmented_assignment_writes_in_place():
+    def add(x, y):
+        x += y
+        return x * 2
+
+    def through_view(x, y):
+        v = x[1:]
+        v *= y
+        return x + 1
+
+    def keeps_dtype(x, y):
+        x -= y
+        return x
+
+    check_in_place(add, torch.randn(4), torch.randn(4))
+    check_in_place(through_view, torch.randn(4), torch.randn(3))
+    (want, _), (got, _), _ = run_both(keeps_dtype, torch.randn(4), torch.randn(4).double())
+    assert got.dtype == want.dtype == torch.float32
+    check_in_place(keeps_dtype, torch.randn(4), torch.randn(4).double())
+
+
+def test_augmented_assignment_in_a_module():
+    class M(torch.nn.Module):
+        def forward(self, x):
+            y = x * 2
+            y += 1
+            y /= 3
+            return y
+
+    check_in_place(M(), torch.randn(5))
+
+
+# ------------------------------------------------------------------ 6. chunks
+
+
+def test_chunk_into_size_one_pieces_then_a_larger_input():
+    def fn(x):
+        a, b = (x * 2).chunk(2, 1)
+        return a.exp() + 1, b * 3
+
+    f = fusec.compile(fn)
+    for n in (2, 4, 6, 3):
+        x = torch.randn(3, n)
+        got, want = f(x), fn(x)
+        assert [g.shape for g in got] == [w.shape for w in want]
+        torch.testing.assert_close(got, want)
+
+
+def test_group_with_an_empty_output_writes_its_other_outputs():
+    def fn(x, y):
+        a = x.exp()
+        return a * 2, a + y
+
+    f = fusec.compile(fn)
+    x = torch.randn(3)
+    for y in (torch.randn(2, 1), torch.randn(0, 1)):
+        torch.testing.assert_close(f(x, y), fn(x, y))
+
+
+def test_chunk_count_from_the_size():
+    def fn(x):
+        return torch.chunk(x.sigmoid() * 2, x.shape[0], 0)
+
+    f = fusec.compile(fn)
+    for n in (3, 4, 2):
+        x = torch.randn(n, 2)
+        torch.testing.assert_close(f(x), fn(x))
+
+
+# -------------------------------------------------------------------- 8. shapes
+
+
+def test_producer_feeding_consumers_that_do_not_broadcast_together():
+    def fn(x, y, z):
+        a = x.exp()
+        return a + y, a * z
+
+    f = fusec.compile(fn)
+    args = (torch.randn(1, 3), torch.randn(2, 1), torch.randn(5, 1))
+    torch.testing.assert_close(f(*args), fn(*args))
+    # Compiled at shapes that broadcast together, called at ones that do not.
+    g = fusec.compile(fn)
+    args = (torch.randn(1, 3), torch.randn(2, 1), torch.randn(2, 1))
+    torch.testing.assert_close(g(*args), fn(*args))
+    assert g.launches_per_call == 1
+    args = (torch.randn(1, 3), torch.randn(2, 1), torch.randn(5, 1))
+    torch.testing.assert_close(g(*args), fn(*args))
+
+
+def test_in_place_write_into_an_expanded_input_raises_as_eager():
+    def fn(x):
+        x.add_(1)
+        return x * 2
+
+    x = torch.randn(1, 4).expand(3, 4)
+    with pytest.raises(RuntimeError, match="more than one element"):
+        fn(torch.randn(1, 4).expand(3, 4))
+    with pytest.raises(RuntimeError, match="more than one element"):
+        fusec.compile(fn)(x)
+
+
+def test_in_place_write_to_strided_inputs_that_alias():
+    def fn(a, b):
+        a.mul_(2)
+        return b + 1  # b overlaps a: it reads the written values
+
+    base = torch.randn(4, 6)
+    a, b = base[:, ::2], base[:, :3]
+    eager_base = base.clone()
+    want = fn(eager_base[:, ::2], eager_base[:, :3])
+    got = fusec.compile(fn)(a, b)
+    torch.testing.assert_close(got, want)
+    torch.testing.assert_close(base, eager_base)
