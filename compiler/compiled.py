@@ -153,6 +153,9 @@ class CompiledFunction:
         self.launches_per_call = 0
         self.specializations: dict[Any, Specialization] = {}
         self._exact_shapes = False
+        self._size_checks: tuple[Any, ...] = ()
+        """`fusec.size_checks.SizeCheck`s of the compiled imports: their classes
+        of argument sizes are part of the key."""
         self._lock = threading.Lock()
         self._warned = False
         self.last: Specialization | None = None
@@ -162,7 +165,10 @@ class CompiledFunction:
     def _key(self, args: Sequence[Any]) -> Any:
         grad = torch.is_grad_enabled()
         exact = self._exact_shapes
-        return (grad, *[_arg_spec(a, grad, exact) for a in args])
+        key = (grad, *[_arg_spec(a, grad, exact) for a in args])
+        if self._size_checks and not exact:
+            key += (tuple(c.of(args) for c in self._size_checks),)
+        return key
 
     def __call__(self, *args: Any) -> Any:
         key = self._key(args)
@@ -236,6 +242,12 @@ class CompiledFunction:
                     self._exact_shapes = True
                     self.specializations.clear()
                     key = self._key(args)
+                checks = () if spec.imported is None else spec.imported.size_checks
+                if any(c not in self._size_checks for c in checks):
+                    # Keys made without these classes may hold other cuts.
+                    self._size_checks += tuple(c for c in checks if c not in self._size_checks)
+                    self.specializations.clear()
+                    key = self._key(args)
             self.specializations[key] = spec
             return spec
 
@@ -251,6 +263,8 @@ class CompiledFunction:
         for k, spec in self.specializations.items():
             imported = spec.imported
             if spec.program is None or imported is None or imported.shape_dependent:
+                continue
+            if imported.size_checks:  # guards do not check how sizes cut
                 continue
             if [_arg_kind(a) for a in k[1:]] != kinds:
                 continue

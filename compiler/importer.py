@@ -45,6 +45,7 @@ import torch.fx
 import torch.nn.functional as F
 from fusec.dialects import aten
 from fusec.dialects import inference as inf
+from fusec.size_checks import SizeCheck, dim_sources
 from fusec.torch_ops import DTYPES_OF_TORCH
 from torch import nn
 from xdsl.dialects import arith, func
@@ -140,6 +141,8 @@ class ImportedGraph:
     """The output structure: `Ret(i)` for the i-th returned value, `Const` leaves."""
     opaque: dict[str, OpaqueCall] = field(default_factory=dict)
     shape_dependent: bool = False
+    size_checks: tuple[SizeCheck, ...] = ()
+    """Classes of argument sizes the import depends on (`fusec.size_checks`)."""
 
 
 @dataclass(frozen=True)
@@ -191,6 +194,7 @@ class _Importer:
         self.attr_args: dict[str, SSAValue] = {}
         self.opaque: dict[str, OpaqueCall] = {}
         self.shape_dependent = False
+        self.size_checks: list[SizeCheck] = []
         self.node: torch.fx.Node | None = None
 
     # ------------------------------------------------------------------ values
@@ -230,6 +234,20 @@ class _Importer:
         if _is_scalar(a):
             return self.constant(a)
         raise _NotMapped(f"argument {a!r}")
+
+    def size_check(self, v: SSAValue, dim: int, kind: str, params: tuple[int, ...] = ()) -> None:
+        """The import holds only for argument sizes that cut `v` at `dim` as
+        the example's did (see `fusec.size_checks`)."""
+        assert isinstance(v.type, TensorType)
+        sources = dim_sources(v, dim % max(v.type.get_num_dims(), 1))
+        if sources is None:
+            self.shape_dependent = True
+            return
+        args = [s for s in self.inputs if s[0] != "skip"]
+        for k, d in sources:
+            where, index = args[k]
+            if where == "arg":  # parameters keep their shapes
+                self.size_checks.append(SizeCheck(index, d, kind, params))
 
     def tensor(self, a: Any) -> SSAValue:
         v = self.operand(a)
@@ -294,7 +312,15 @@ class _Importer:
             module.verify()
         except VerifyException as e:
             raise UnsupportedGraph(f"imported IR does not verify: {e}") from e
-        return ImportedGraph(module, f, self.inputs, outputs, self.opaque, self.shape_dependent)
+        return ImportedGraph(
+            module,
+            f,
+            self.inputs,
+            outputs,
+            self.opaque,
+            self.shape_dependent,
+            tuple(dict.fromkeys(self.size_checks)),
+        )
 
     def import_input(self, node: torch.fx.Node, value: Any) -> Any:
         # Inputs are numbered by placeholder position, constants included.
@@ -873,8 +899,10 @@ def _dims(args: Sequence[Any]) -> list[int]:
 
 @_register(torch.chunk, "chunk")
 def _chunk(ctx: _Importer, x: Any, chunks: Any, dim: Any = 0) -> tuple[SSAValue, ...]:
+    v = ctx.tensor(x)
+    ctx.size_check(v, ctx.const(dim), "chunk", (ctx.const(chunks),))
     op = aten.ChunkOp.create(
-        operands=[ctx.tensor(x)],
+        operands=[v],
         properties={
             "chunks": IntegerAttr(ctx.const(chunks), inf.I64),
             "dim": IntegerAttr(ctx.const(dim), inf.I64),
@@ -889,14 +917,15 @@ def _split(
     ctx: _Importer, x: Any, split_size_or_sections: Any, dim: Any = 0
 ) -> tuple[SSAValue, ...]:
     s = ctx.const(split_size_or_sections)
-    props: dict[str, Attribute] = {"dim": IntegerAttr(ctx.const(dim), inf.I64)}
+    v, d = ctx.tensor(x), ctx.const(dim)
+    props: dict[str, Attribute] = {"dim": IntegerAttr(d, inf.I64)}
     if isinstance(s, int):
         props["split_size"] = IntegerAttr(s, inf.I64)
+        ctx.size_check(v, d, "split", (s,))
     else:
         props["sizes"] = _int_array(list(s))
-    op = aten.SplitOp.create(
-        operands=[ctx.tensor(x)], properties=props, result_types=_result_types(ctx)
-    )
+        ctx.size_check(v, d, "exact")
+    op = aten.SplitOp.create(operands=[v], properties=props, result_types=_result_types(ctx))
     return tuple(ctx.add_op(op).results)
 
 
@@ -1023,8 +1052,13 @@ def _expand_as(ctx: _Importer, x: Any, other: Any) -> SSAValue:
 
 @_register(torch.narrow, "narrow")
 def _narrow(ctx: _Importer, x: Any, dim: Any, start: Any, length: Any) -> SSAValue:
+    v, s0, n = ctx.tensor(x), ctx.const(start), ctx.const(length)
+    if s0 >= 0:
+        ctx.size_check(v, ctx.const(dim), "fits", (s0 + n,))
+    else:
+        ctx.size_check(v, ctx.const(dim), "exact")
     op = aten.NarrowOp.create(
-        operands=[ctx.tensor(x)],
+        operands=[v],
         properties={
             "dim": IntegerAttr(ctx.const(dim), inf.I64),
             "start": IntegerAttr(ctx.const(start), inf.I64),
@@ -1085,6 +1119,7 @@ def _getitem(ctx: _Importer, base: Any, index: Any) -> Any:
             end = 2**63 - 1 if item.stop is None else item.stop
             if not all(isinstance(s, int) for s in (start, end, step)):
                 raise _NotMapped("slice bounds")
+            ctx.size_check(x, dim, "slice", (start, end, step))
             shape[dim] = len(range(*slice(start, end, step).indices(shape[dim])))
             props = {
                 "dim": IntegerAttr(dim, inf.I64),
@@ -1097,7 +1132,9 @@ def _getitem(ctx: _Importer, base: Any, index: Any) -> Any:
         elif isinstance(item, int) and not isinstance(item, bool):
             size = shape[dim]
             if item < 0:
-                ctx.shape_dependent = True
+                ctx.size_check(x, dim, "exact")
+            else:  # an index past a smaller size must raise
+                ctx.size_check(x, dim, "fits", (item + 1,))
             i = item + size if item < 0 else item
             if not 0 <= i < size:
                 raise _NotMapped("index out of range")

@@ -114,6 +114,7 @@ class KernelSignature:
     |   data                          | .u64 (.ptr) | device address of the view's element 0  |
     |   strides[rank']                | .u64 each   | in elements, 0 on broadcast dims        |
     | scalars (`scalars` order)       | f64: .f64, i64: .u64, i1: .u8 (0 or 1)                |
+    | zero-division flag (if any)     | .u64 (.ptr) | a zeroed device byte; 1 after: raise    |
 
     Element types are `OperandSpec.dtype` / `OutputSpec.dtype` (i1 is one
     byte). Any 1-D launch is correct: each thread grid-strides over the
@@ -139,8 +140,8 @@ class KernelSignature:
     """The kernel divides integers: one more argument after the scalars, a
     pointer to a byte the kernel sets to 1 when a divisor was 0. The kernel never
     traps (it divides by 1 instead); the host raises eager's
-    `RuntimeError: ZeroDivisionError` when the byte is set. CPU only: the nvptx
-    lowering rejects integer division, so such groups run through PyTorch."""
+    `RuntimeError: ZeroDivisionError` when the byte is set (on nvptx a `.u64`
+    device pointer, the last parameter)."""
 
     @property
     def loop_rank(self) -> int:
@@ -716,11 +717,6 @@ def build_loop_kernel(
         _check_dtype(et)
         vals[op.results[0]] = emit_pointwise(b, op, [vals[o] for o in op.operands])
     if b.zero_divisors:
-        if gpu:
-            raise DiagnosticException(
-                "lower-group-to-loops: integer division is not supported on nvptx "
-                "(no way to report a zero divisor)"
-            )
         flag = entry.insert_arg(MemRefType(inf.I8, [DYN]), len(entry.args))
         arg_types.append(flag.type)
         hit = b.zero_divisors[0]

@@ -374,3 +374,45 @@ def test_in_place_write_to_strided_inputs_that_alias():
     got = fusec.compile(fn)(a, b)
     torch.testing.assert_close(got, want)
     torch.testing.assert_close(base, eager_base)
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x: x.chunk(2, 0)[-1] * 1,
+        lambda x: x.chunk(2, 0)[0] * 1,
+        lambda x: x.chunk(4, 0)[-1] + 1,
+        lambda x: torch.split(x, 2, 0)[-1] * 3,
+        lambda x: x[1:] * 2,
+        lambda x: x[::2] * 2,
+        lambda x: x[-1] * 2 + x,
+        lambda x: x.narrow(0, 1, 1) * 2,
+    ],
+    ids=["chunk-last", "chunk-first", "chunk4", "split", "slice", "step", "index", "narrow"],
+)
+def test_cuts_at_a_second_size(fn):
+    """A cut's pieces (how many, which are size 1) change with the exact size,
+    not only with which dims are 1; eager's errors (an index past the end) too."""
+    f = fusec.compile(fn)
+    for n in (2, 4, 3, 6, 5, 1, 8, 2):
+        x = torch.randn(n)
+        try:
+            want = fn(x)
+        except (RuntimeError, IndexError) as e:
+            with pytest.raises(type(e)):
+                f(x)
+            continue
+        got = f(x)
+        assert got.shape == want.shape, n
+        torch.testing.assert_close(got, want)
+
+
+def test_lstm_tail_keeps_one_specialization_across_hidden_sizes():
+    from reference_models import lstm_tail
+
+    f = fusec.compile(lstm_tail)
+    for batch, hidden in ((8, 16), (5, 8), (3, 32)):
+        args = (torch.randn(batch, 4 * hidden), torch.randn(batch, hidden))
+        torch.testing.assert_close(f(*args), lstm_tail(*args))
+        assert f.launches_per_call == 1
+    assert len(f.specializations) == 1
