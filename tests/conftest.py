@@ -27,7 +27,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--random-graphs",
         type=int,
-        default=int(os.environ.get("FUSEC_RANDOM_GRAPHS", "120")),
+        default=int(os.environ.get("FUSEC_RANDOM_GRAPHS", "50")),
         help="how many random graphs test_random_graphs.py runs (FUSEC_RANDOM_GRAPHS)",
     )
     parser.addoption(

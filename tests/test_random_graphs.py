@@ -60,7 +60,7 @@ def test_random_graph_matches_eager(seed: int) -> None:
             continue
         assert got_error is None, f"fusec raised {got_error!r}; {where}"
         try:
-            compare(got, want, "output")
-            compare(fusec_inputs, eager_inputs, "input after the call")
+            compare(got, want, "output", graph.half)
+            compare(fusec_inputs, eager_inputs, "input after the call", graph.half)
         except AssertionError as e:
             raise AssertionError(f"{e}\n{where}") from None
