@@ -416,3 +416,30 @@ def test_lstm_tail_keeps_one_specialization_across_hidden_sizes():
         torch.testing.assert_close(f(*args), lstm_tail(*args))
         assert f.launches_per_call == 1
     assert len(f.specializations) == 1
+
+
+def test_read_stays_before_a_write_through_a_view_of_a_fused_value():
+    """The write's destination is a view of a value that fusion then replaced
+    by its group's result: the read of that value must still stay first."""
+
+    def fn(x0):
+        v0 = x0.chunk(3, 0)[0] * 1
+        v2 = torch.logical_not(v0 > x0)
+        v11 = torch.erf(v0)
+        x0.add_(v2)
+        v15 = torch.exp(v11)
+        (v0.unsqueeze(0)).sigmoid_()
+        return v15, -0.25 - v11
+
+    check_in_place(fn, torch.randn(3))
+
+
+def test_chunk_motion_keeps_a_read_before_a_write():
+    """broadcasting-chunk must not move `gelu(x)` below a write to x."""
+
+    def fn(x):
+        v0 = F.gelu(x)
+        x.neg_()
+        return v0.chunk(3, 0)[0] * 1
+
+    check_in_place(fn, torch.randn(5))
