@@ -16,10 +16,13 @@ function arguments of those types. Sizes read from tensors (`x.size(0)`) are
 folded into constants, which makes the result valid only for the example shapes
 (`ImportedGraph.shape_dependent`), except where a whole size (`x.shape`,
 `x.size()`) is returned or passed to an opaque op: there it is `aten.size %x`, a
-runtime `torch.Size`, and the import stays valid for every shape.
+runtime `torch.Size`, and the import stays valid for every shape. Cuts (chunk,
+split, narrow, slices, integer indices) record which argument dims they cut
+(`ImportedGraph.size_checks`): the import holds for sizes that cut alike.
 
 In-place pointwise ops (`x.add_(y)`, `torch.relu_(x)`, `F.relu(x, inplace=True)`,
-`nn.ReLU(inplace=True)`, `x += y`) import as the out-of-place op and a write back:
+`nn.ReLU(inplace=True)`, `x += y`, which `fusec.tracing` records as `operator.iadd`)
+import as the out-of-place op and a write back:
 
     y.add_(1)   ->   %t = aten.add %y, %c ... ; aten.copy_ %y, %t
 
