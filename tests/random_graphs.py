@@ -423,9 +423,13 @@ def generate(seed: int) -> RandomGraph:
     produced = [v for v in b.values if v.name.startswith("v")] or b.values[:1]
     # Every value nothing else reads is returned, so no op is dead: fusec drops
     # dead ops, an integer division by zero among them, where eager raises.
-    body = "\n".join(b.lines)
-    leaves = [v for v in produced if len(re.findall(rf"\b{v.name}\b", body)) == 1]
-    outs = leaves or produced[-1:]
+    read: set[str] = set()
+    for line in b.lines:
+        names = re.findall(r"\b[xv]\d+\b", line)
+        # `vK = f(...)` reads what f takes; `(view of vK).op_(...)` writes vK
+        # (not a use that keeps it alive) and reads its arguments.
+        read.update(names[1:])
+    outs = [v for v in produced if v.name not in read] or produced[-1:]
     source = f"def graph_{seed}({', '.join(names)}):\n" + "\n".join(b.lines)
     source += f"\n    return ({', '.join(v.name for v in outs)},)\n"
     scope: dict[str, Any] = {"torch": torch, "F": F}
