@@ -425,10 +425,10 @@ def generate(seed: int) -> RandomGraph:
     # dead ops, an integer division by zero among them, where eager raises.
     read: set[str] = set()
     for line in b.lines:
-        names = re.findall(r"\b[xv]\d+\b", line)
+        mentioned = re.findall(r"\b[xv]\d+\b", line)
         # `vK = f(...)` reads what f takes; `(view of vK).op_(...)` writes vK
         # (not a use that keeps it alive) and reads its arguments.
-        read.update(names[1:])
+        read.update(mentioned[1:])
     outs = [v for v in produced if v.name not in read] or produced[-1:]
     source = f"def graph_{seed}({', '.join(names)}):\n" + "\n".join(b.lines)
     source += f"\n    return ({', '.join(v.name for v in outs)},)\n"
