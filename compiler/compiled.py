@@ -239,6 +239,9 @@ class CompiledFunction:
         self.launches_per_call = 0
         self.specializations: dict[Any, Specialization] = {}
         self._exact_shapes = False
+        self._size_checks: tuple[Any, ...] = ()
+        """`fusec.size_checks.SizeCheck`s of the compiled imports: their classes
+        of argument sizes are part of the key."""
         self._lock = threading.Lock()
         self._warned = False
         self.last: Specialization | None = None
@@ -254,7 +257,10 @@ class CompiledFunction:
             # AOTAutograd traces static shapes and fixes non-tensor arguments.
             return ("autograd", *[_training_spec(a) for a in args])
         exact = self._exact_shapes
-        return (grad, *[_arg_spec(a, grad, exact) for a in args])
+        key = (grad, *[_arg_spec(a, grad, exact) for a in args])
+        if self._size_checks and not exact:
+            key += (tuple(c.of(args) for c in self._size_checks),)
+        return key
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         bound = self._bind(args, kwargs)
@@ -501,6 +507,12 @@ class CompiledFunction:
                     self.specializations.clear()
                     key = self._key(args)
                     spec.why += "; the graph reads sizes, so it specializes on exact shapes"
+                checks = () if spec.imported is None else spec.imported.size_checks
+                if any(c not in self._size_checks for c in checks):
+                    # Keys made without these classes may hold other cuts.
+                    self._size_checks += tuple(c for c in checks if c not in self._size_checks)
+                    self.specializations.clear()
+                    key = self._key(args)
             if not spec.unconfirmed:
                 self.specializations[key] = spec
             return spec
@@ -517,6 +529,8 @@ class CompiledFunction:
         for k, spec in self.specializations.items():
             imported = spec.imported
             if spec.program is None or imported is None or imported.shape_dependent:
+                continue
+            if imported.size_checks:  # guards do not check how sizes cut
                 continue
             if [_arg_kind(a) for a in k[1:]] != kinds:
                 continue

@@ -16,7 +16,9 @@ function arguments of those types. Sizes read from tensors (`x.size(0)`) are
 folded into constants, which makes the result valid only for the example shapes
 (`ImportedGraph.shape_dependent`), except where a whole size (`x.shape`,
 `x.size()`) is returned or passed to an opaque op: there it is `aten.size %x`, a
-runtime `torch.Size`, and the import stays valid for every shape.
+runtime `torch.Size`, and the import stays valid for every shape. Cuts (chunk,
+split, narrow, slices, integer indices) record which argument dims they cut
+(`ImportedGraph.size_checks`): the import holds for sizes that cut alike.
 
 ATen-level graphs (`torch.export`, AOTAutograd, `make_fx`) import the same way:
 a node whose target is a `torch.ops.aten` OpOverload finds its builder in
@@ -28,7 +30,8 @@ so one program serves every shape. Any node that cannot be mapped runs through
 PyTorch as `aten.opaque`, and the `fusec` logger says which node, op and why.
 
 In-place pointwise ops (`x.add_(y)`, `torch.relu_(x)`, `F.relu(x, inplace=True)`,
-`nn.ReLU(inplace=True)`, `x += y`) import as the out-of-place op and a write back:
+`nn.ReLU(inplace=True)`, `x += y`, which `fusec.tracing` records as `operator.iadd`)
+import as the out-of-place op and a write back:
 
     y.add_(1)   ->   %t = aten.add %y, %c ... ; aten.copy_ %y, %t
 
@@ -55,7 +58,9 @@ import torch.fx
 import torch.nn.functional as F
 from fusec.dialects import aten
 from fusec.dialects import inference as inf
+from fusec.size_checks import SizeCheck, dim_sources
 from fusec.torch_ops import DTYPES_OF_TORCH
+from fusec.tracing import InPlaceTracer
 from torch import nn
 from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import (
@@ -176,6 +181,8 @@ class ImportedGraph:
     """The fx node each imported op came from (for explanations and logs)."""
     opaque_reasons: dict[str, str] = field(default_factory=dict)
     """Why a node (by name) became `aten.opaque`."""
+    size_checks: tuple[SizeCheck, ...] = ()
+    """Classes of argument sizes the import depends on (`fusec.size_checks`)."""
 
 
 @dataclass(frozen=True)
@@ -208,7 +215,11 @@ def _is_scalar(v: Any) -> bool:
     return isinstance(v, bool | int | float)
 
 
-_MUTATING_OPS = {operator.iadd, operator.isub, operator.imul, operator.itruediv}
+_MUTATING_OPS = {
+    operator.iadd, operator.isub, operator.imul, operator.itruediv, operator.ifloordiv,
+    operator.imod, operator.ipow, operator.iand, operator.ior, operator.ixor,
+    operator.ilshift, operator.irshift,
+}  # fmt: skip
 _SHAPE_QUERIES = {"size", "dim", "numel", "ndimension", "shape", "dtype", "device", "ndim"}
 
 
@@ -223,6 +234,7 @@ class _Importer:
         self.attr_args: dict[str, SSAValue] = {}
         self.opaque: dict[str, OpaqueCall] = {}
         self.shape_dependent = False
+        self.size_checks: list[SizeCheck] = []
         self.node: torch.fx.Node | None = None
         self.origins: dict[Operation, torch.fx.Node] = {}
         self.opaque_reasons: dict[str, str] = {}
@@ -280,6 +292,20 @@ class _Importer:
             return self.constant(a)
         raise _NotMapped(f"argument {a!r}")
 
+    def size_check(self, v: SSAValue, dim: int, kind: str, params: tuple[int, ...] = ()) -> None:
+        """The import holds only for argument sizes that cut `v` at `dim` as
+        the example's did (see `fusec.size_checks`)."""
+        assert isinstance(v.type, TensorType)
+        sources = dim_sources(v, dim % max(v.type.get_num_dims(), 1))
+        if sources is None:
+            self.shape_dependent = True
+            return
+        args = [s for s in self.inputs if s[0] != "skip"]
+        for k, d in sources:
+            where, index = args[k]
+            if where == "arg":  # parameters keep their shapes
+                self.size_checks.append(SizeCheck(index, d, kind, params))
+
     def tensor(self, a: Any) -> SSAValue:
         v = self.operand(a)
         if not isinstance(v.type, TensorType):
@@ -306,7 +332,7 @@ class _Importer:
             n.op not in ("placeholder", "get_attr", "output") and self.mutates(n)
             for n in self.gm.graph.nodes
         )
-        clones: dict[int, Any] = {}
+        clones: dict[Any, Any] = {}
         if writes:
             # One clone per distinct tensor, so inputs passed twice still alias.
             self.example_inputs = [_clone(v, clones) for v in self.example_inputs]
@@ -356,6 +382,7 @@ class _Importer:
             shape_dependent,
             self.origins,
             self.opaque_reasons,
+            tuple(dict.fromkeys(self.size_checks)),
         )
 
     def import_input(self, node: torch.fx.Node, value: Any) -> Any:
@@ -726,12 +753,25 @@ def _has_symbolic_sizes(gm: torch.fx.GraphModule) -> bool:
     return False
 
 
-def _clone(v: Any, clones: dict[int, Any]) -> Any:
-    """`v`, or for a tensor its clone (the same clone for the same tensor)."""
+def _clone(v: Any, clones: dict[Any, Any]) -> Any:
+    """`v`, or for a tensor a copy with the same layout over a copy of its
+    storage (one copy per storage): sizes, strides, stride-0 dims and aliasing
+    between inputs stay as the caller's, so in-place writes behave (and raise,
+    e.g. into an expanded tensor) as they would on the caller's tensors."""
     if not isinstance(v, torch.Tensor):
         return v
     if id(v) not in clones:
-        clones[id(v)] = v.clone()
+        if v.layout != torch.strided or v.is_quantized or v.is_nested:
+            clones[id(v)] = v.clone()
+        else:
+            storage = v.untyped_storage()
+            key = ("storage", storage.data_ptr())
+            if key not in clones:
+                clones[key] = storage.clone()
+            copy = clones[key]
+            clones[id(v)] = torch.empty(0, dtype=v.dtype, device=v.device).set_(
+                copy, v.storage_offset(), v.size(), v.stride()
+            )
     return clones[id(v)]
 
 
@@ -886,20 +926,24 @@ _register(torch.add, operator.add, operator.iadd, "add", "add_")(_alpha_handler(
 _register(torch.sub, operator.sub, operator.isub, "sub", "sub_")(_alpha_handler(aten.SubOp))
 
 
-@_register(torch.div, operator.truediv, operator.itruediv, "div", "div_")
+@_register(
+    torch.div, torch.divide, torch.true_divide, operator.truediv, operator.itruediv,
+    "div", "div_", "divide", "divide_", "true_divide", "true_divide_",
+)  # fmt: skip
 def _div(ctx: _Importer, a: Any, b: Any, *, rounding_mode: str | None = None) -> SSAValue:
     mode = ctx.const(rounding_mode)
     return _binary(ctx, aten.DivOp, a, b, rounding_mode=None if mode is None else StringAttr(mode))
 
 
-@_register(operator.floordiv, torch.floor_divide, "floor_divide")
+@_register(operator.floordiv, operator.ifloordiv, torch.floor_divide, "floor_divide")
 def _floordiv(ctx: _Importer, a: Any, b: Any) -> SSAValue:
     return _binary(ctx, aten.DivOp, a, b, rounding_mode=StringAttr("floor"))
 
 
 for _cls, _keys in {
-    aten.MulOp: (torch.mul, operator.mul, operator.imul, "mul", "mul_"),
-    aten.PowOp: (torch.pow, operator.pow, "pow"),
+    aten.MulOp: (torch.mul, torch.multiply, operator.mul, operator.imul, "mul", "mul_",
+                 "multiply", "multiply_"),
+    aten.PowOp: (torch.pow, operator.pow, operator.ipow, "pow", "pow_"),
     aten.MaximumOp: (torch.maximum, "maximum"),
     aten.MinimumOp: (torch.minimum, "minimum"),
     aten.EqOp: (torch.eq, operator.eq, "eq"),
@@ -913,6 +957,22 @@ for _cls, _keys in {
     aten.LogicalXorOp: (torch.logical_xor, "logical_xor"),
 }.items():
     _register(*_keys)(lambda ctx, a, b, _c=_cls: _binary(ctx, _c, a, b))
+
+
+def _max_min(op_cls: type[Operation]) -> Handler:
+    """`torch.max(a, b)` / `a.max(b)` with a tensor `b` is the elementwise op;
+    the reductions (`torch.max(a)`, `torch.max(a, dim)`) stay opaque."""
+
+    def handle(ctx: _Importer, a: Any, b: Any = None, *rest: Any, **kwargs: Any) -> SSAValue:
+        if rest or kwargs or not isinstance(ctx.env.get(b), SSAValue):
+            raise _NotMapped("max/min reduction")
+        return _binary(ctx, op_cls, a, b)
+
+    return handle
+
+
+_register(torch.max, "max")(_max_min(aten.MaximumOp))
+_register(torch.min, "min")(_max_min(aten.MinimumOp))
 
 
 @_register(torch.where, "where")
@@ -955,7 +1015,12 @@ def _gelu_module(ctx: _Importer, mod: nn.GELU, x: Any) -> SSAValue:
 
 
 def _cast(ctx: _Importer, x: Any, dtype: torch.dtype) -> SSAValue:
+    """`x.to(dtype)`; to x's own dtype it is x itself, as in PyTorch (no copy):
+    a later in-place write through the result writes x."""
     v = ctx.tensor(x)
+    assert isinstance(v.type, TensorType)
+    if v.type.get_element_type() == DTYPES_OF_TORCH[dtype]:
+        return v
     return ctx.add_op(aten.ToOp(v, DTYPES_OF_TORCH[dtype])).results[0]
 
 
@@ -1007,8 +1072,10 @@ def _dims(args: Sequence[Any]) -> list[int]:
 
 @_register(torch.chunk, "chunk")
 def _chunk(ctx: _Importer, x: Any, chunks: Any, dim: Any = 0) -> tuple[SSAValue, ...]:
+    v = ctx.tensor(x)
+    ctx.size_check(v, ctx.const(dim), "chunk", (ctx.const(chunks),))
     op = aten.ChunkOp.create(
-        operands=[ctx.tensor(x)],
+        operands=[v],
         properties={
             "chunks": IntegerAttr(ctx.const(chunks), inf.I64),
             "dim": IntegerAttr(ctx.const(dim), inf.I64),
@@ -1023,16 +1090,17 @@ def _split(
     ctx: _Importer, x: Any, split_size_or_sections: Any, dim: Any = 0
 ) -> tuple[SSAValue, ...]:
     s = ctx.const(split_size_or_sections)
-    props: dict[str, Attribute] = {"dim": IntegerAttr(ctx.const(dim), inf.I64)}
+    v, d = ctx.tensor(x), ctx.const(dim)
+    props: dict[str, Attribute] = {"dim": IntegerAttr(d, inf.I64)}
     if isinstance(s, int):
         # How many pieces there are depends on the size of `dim`.
         ctx.bakes_size("split by a piece size")
         props["split_size"] = IntegerAttr(s, inf.I64)
+        ctx.size_check(v, d, "split", (s,))
     else:
         props["sizes"] = _int_array(list(s))
-    op = aten.SplitOp.create(
-        operands=[ctx.tensor(x)], properties=props, result_types=_result_types(ctx)
-    )
+        ctx.size_check(v, d, "exact")
+    op = aten.SplitOp.create(operands=[v], properties=props, result_types=_result_types(ctx))
     return tuple(ctx.add_op(op).results)
 
 
@@ -1165,8 +1233,13 @@ def _expand_as(ctx: _Importer, x: Any, other: Any) -> SSAValue:
 
 @_register(torch.narrow, "narrow")
 def _narrow(ctx: _Importer, x: Any, dim: Any, start: Any, length: Any) -> SSAValue:
+    v, s0, n = ctx.tensor(x), ctx.const(start), ctx.const(length)
+    if s0 >= 0:
+        ctx.size_check(v, ctx.const(dim), "fits", (s0 + n,))
+    else:
+        ctx.size_check(v, ctx.const(dim), "exact")
     op = aten.NarrowOp.create(
-        operands=[ctx.tensor(x)],
+        operands=[v],
         properties={
             "dim": IntegerAttr(ctx.const(dim), inf.I64),
             "start": IntegerAttr(ctx.const(start), inf.I64),
@@ -1227,6 +1300,7 @@ def _getitem(ctx: _Importer, base: Any, index: Any) -> Any:
             end = 2**63 - 1 if item.stop is None else item.stop
             if not all(isinstance(s, int) for s in (start, end, step)):
                 raise _NotMapped("slice bounds")
+            ctx.size_check(x, dim, "slice", (start, end, step))
             shape[dim] = len(range(*slice(start, end, step).indices(shape[dim])))
             props = {
                 "dim": IntegerAttr(dim, inf.I64),
@@ -1239,7 +1313,11 @@ def _getitem(ctx: _Importer, base: Any, index: Any) -> Any:
         elif isinstance(item, int) and not isinstance(item, bool):
             size = shape[dim]
             if item < 0:
-                ctx.bakes_size("a negative index")
+                if ctx.symbolic:
+                    ctx.bakes_size("a negative index")
+                ctx.size_check(x, dim, "exact")
+            else:  # an index past a smaller size must raise
+                ctx.size_check(x, dim, "fits", (item + 1,))
             i = item + size if item < 0 else item
             if not 0 <= i < size:
                 raise _NotMapped("index out of range")
@@ -1357,9 +1435,10 @@ for _target, _fn in list(_FUNCTIONS.items()):
 # ---------------------------------------------------------------------- entry points
 
 
-class _UserFrameTracer(torch.fx.Tracer):
+class _UserFrameTracer(InPlaceTracer):
     """Records each node's stack trace as the frames outside torch and fusec (fx
-    keeps only frames below a `forward`, so plain functions would get none)."""
+    keeps only frames below a `forward`, so plain functions would get none), and
+    augmented assignments in place (`fusec.tracing`)."""
 
     def _filter_traceback_frames(self, user_stack_summary: Any) -> Any:
         import traceback

@@ -3,7 +3,9 @@ and features, so LLVM vectorizes for the real vector width) and an MCJIT engine.
 
 from __future__ import annotations
 
+import ctypes
 import re
+import struct
 import threading
 from functools import cache
 
@@ -87,6 +89,63 @@ def _object_key(ir_text: str) -> str:
     )
 
 
+class UnresolvedSymbols(RuntimeError):
+    """Generated code calls functions the JIT cannot resolve (a compiler-rt
+    helper such as `__truncdfhf2`, say): loading it would crash the process at
+    the first call, so the module is refused (its group runs through PyTorch)."""
+
+
+@cache
+def _process_symbols() -> ctypes.CDLL:
+    return ctypes.CDLL(None)
+
+
+def _resolvable(name: str) -> bool:
+    if llvm.address_of_symbol(name):
+        return True
+    try:
+        getattr(_process_symbols(), name)
+    except AttributeError:
+        return False
+    return True
+
+
+def elf_undefined_symbols(obj: bytes) -> list[str]:
+    """Names an ELF64 little-endian relocatable object leaves undefined
+    (symbol table entries with section index SHN_UNDEF); [] for other formats."""
+    if obj[:4] != b"\x7fELF" or obj[4] != 2 or obj[5] != 1:
+        return []
+    (shoff,) = struct.unpack_from("<Q", obj, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", obj, 0x3A)
+    sections = [
+        struct.unpack_from("<IIQQQQIIQQ", obj, shoff + i * shentsize) for i in range(shnum)
+    ]
+    names: list[str] = []
+    for _, sh_type, _, _, offset, size, link, _, _, entsize in sections:
+        if sh_type != 2:  # SHT_SYMTAB
+            continue
+        strtab = sections[link][4]
+        for k in range(1, size // (entsize or 24)):
+            st_name, _, _, st_shndx = struct.unpack_from("<IBBH", obj, offset + k * 24)
+            if st_shndx == 0 and st_name:
+                end = obj.index(b"\0", strtab + st_name)
+                names.append(obj[strtab + st_name : end].decode())
+    return names
+
+
+def check_symbols(mod: llvm.ModuleRef, tm: llvm.TargetMachine) -> None:
+    """Raises `UnresolvedSymbols` if the machine code of `mod` (what LLVM's
+    instruction selection emits, libcalls included) calls a function neither
+    the JIT nor the process provides."""
+    missing = sorted(
+        {n for n in elf_undefined_symbols(tm.emit_object(mod)) if not _resolvable(n)}
+    )
+    if missing:
+        raise UnresolvedSymbols(
+            f"generated code calls {', '.join(missing)}, which the JIT cannot resolve"
+        )
+
+
 class JitModule:
     """One MCJIT engine holding one compiled module; `address(name)` gives a
     function pointer that lives as long as this object.
@@ -115,6 +174,8 @@ class JitModule:
             tm = _new_host_target_machine()
             mod = llvm.parse_assembly(ir_text)
             mod.verify()
+            if cached is None:  # a cached object was checked before it was stored
+                check_symbols(mod, tm)
             self._engine = llvm.create_mcjit_compiler(mod, tm)
             self._engine.set_object_cache(notify, getbuffer)
             self._engine.finalize_object()

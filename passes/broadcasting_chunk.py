@@ -32,9 +32,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from fusec.dialects.aten import AtenOp, ChunkOp
+from fusec.dialects.aten import AtenOp, ChunkOp, CopyOp
 from fusec.dialects.fusion import BroadcastingChunkOp
 from fusec.dialects.inference import DYNAMIC, normalize_dim
+from fusec.passes.aliasing import alias_root, may_alias, tensor_roots
 from fusec.passes.fusion_utils import in_group, is_consumer, is_pointwise
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, TensorType
@@ -76,6 +77,8 @@ def _movable_producer(
     uses = list(value.uses)
     if len(uses) != 1 or uses[0].operation is not chunk:
         return None
+    if _written_between(producer, chunk):
+        return None
     if not all(is_consumer(use.operation) for p in pieces for use in p.uses):
         return None
     result = value.type
@@ -100,6 +103,21 @@ def _movable_producer(
         if inferred != [piece.type]:
             return None
     return producer
+
+
+def _written_between(producer: Operation, chunk: Operation) -> bool:
+    """Does an `aten.copy_` between `producer` and `chunk` (where its pieces would
+    be computed) write a tensor `producer` reads? Then moving it reads too late:
+
+        %g = aten.gelu %x ; aten.copy_ %x, %n ; aten.chunk %g   (gelu must stay first)
+    """
+    reads = tensor_roots(producer.operands)
+    op = producer.next_op
+    while op is not None and op is not chunk:
+        if isinstance(op, CopyOp) and any(may_alias(alias_root(op.dst), r) for r in reads):
+            return True
+        op = op.next_op
+    return False
 
 
 def _piece_type(t: Attribute, chunks: int, dim: int, j: int) -> Attribute:

@@ -30,8 +30,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from fusec.dialects.aten import ChunkOp
+from fusec.dialects.aten import CatOp, ChunkOp, Reduction
 from fusec.dialects.fusion import GroupOp
+from fusec.dialects.inference import broadcast_shapes
 from fusec.passes.fuse_concat_exits import reads_cat_exit
 from fusec.passes.fusion_remarks import RejectionLog, collecting
 from fusec.passes.fusion_utils import (
@@ -60,6 +61,7 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.transforms.common_subexpression_elimination import cse
 from xdsl.transforms.dead_code_elimination import region_dce
+from xdsl.utils.exceptions import VerifyException
 
 DEFAULT_MAX_GROUP_OPS = 512
 """The default cap on a group's ops: far above any real fused tail, low enough
@@ -148,6 +150,8 @@ def try_fuse(
     joined = mine.join(theirs) if mine is not None and theirs is not None else None
     if joined is None:
         return False
+    if not _outputs_broadcast(consumer, producer):
+        return False
     group = consumer if isinstance(consumer, GroupOp) else wrap_in_group(consumer, rewriter, state)
     if isinstance(producer, GroupOp):
         merge_groups(group, producer, rewriter, state)
@@ -167,6 +171,33 @@ def _what(op: Operation, state: FusionState) -> str:
 
 def _ops(op: Operation, state: FusionState) -> int:
     return state.size(op) - 1 if isinstance(op, GroupOp) else 1  # less its yield
+
+
+def _outputs_broadcast(*ops: Operation) -> bool:
+    """Can one kernel compute the results of `ops`? It runs over a single index
+    space, so their shapes must broadcast together: a producer feeding
+    `a + y` (2x3) and `a * z` (5x3) stays out of a group holding both.
+    (A cat exit's result is written part by part and does not count.)"""
+    shapes: list[tuple[int, ...]] = []
+    for op in ops:
+        if _reduces(op):
+            return True  # reduction groups: `reduction_domain` decides what fits
+
+        yielded = op.yield_op.values if isinstance(op, GroupOp) else op.results
+        for r, v in zip(op.results, yielded, strict=True):
+            if isinstance(r.type, TensorType) and not isinstance(v.owner, CatOp):
+                shapes.append(tuple(r.type.get_shape()))
+    try:
+        broadcast_shapes(*shapes)
+    except VerifyException:
+        return False
+    return True
+
+
+def _reduces(op: Operation) -> bool:
+    if isinstance(op, GroupOp):
+        return any(o.has_trait(Reduction) for o in op.body.block.ops)
+    return op.has_trait(Reduction)
 
 
 @dataclass

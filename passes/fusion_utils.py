@@ -223,17 +223,17 @@ class FusionState:
         assert block is not None
         writes = self._writes.get(block)
         if writes is None:
-            found = [
-                (self.position(o), alias_root(o.dst)) for o in block.ops if isinstance(o, CopyOp)
-            ]
-            writes = self._writes[block] = ([p for p, _ in found], [r for _, r in found])
-        positions, roots = writes
+            found = [(self.position(o), o) for o in block.ops if isinstance(o, CopyOp)]
+            writes = self._writes[block] = ([p for p, _ in found], [o for _, o in found])
+        positions, copies = writes
         lo = bisect.bisect_right(positions, self.position(producer))
         hi = bisect.bisect_left(positions, self.position(consumer))
         if lo >= hi:
             return False
         reads = tensor_roots(producer.operands)
-        return any(may_alias(w, r) for w in roots[lo:hi] for r in reads)
+        # Roots are found now, not cached: fusing replaces the values a write's
+        # destination is a view of (an op's result by its group's).
+        return any(may_alias(alias_root(c.dst), r) for c in copies[lo:hi] for r in reads)
 
     def has_user_before(self, value: SSAValue, consumer: Operation) -> bool:
         """Does an op other than `consumer` use `value` before `consumer`'s position?

@@ -114,6 +114,7 @@ class KernelSignature:
     |   data                          | .u64 (.ptr) | device address of the view's element 0  |
     |   strides[rank']                | .u64 each   | in elements, 0 on broadcast dims        |
     | scalars (`scalars` order)       | f64: .f64, i64: .u64, i1: .u8 (0 or 1)                |
+    | zero-division flag (if any)     | .u64 (.ptr) | a zeroed device byte; 1 after: raise    |
 
     Element types are `OperandSpec.dtype` / `OutputSpec.dtype` (i1 is one
     byte). Any 1-D launch is correct: each thread grid-strides over the
@@ -139,6 +140,12 @@ class KernelSignature:
     """Index-space dims a reduction kernel reduces (`lower_reduction_to_loops`): its
     outermost loop, the one [begin, end) splits, is the first dim not among them
     (on nvptx, one block per index of the kept dims)."""
+    zero_division_flag: bool = False
+    """The kernel divides integers: one more argument after the scalars, a
+    pointer to a byte the kernel sets to 1 when a divisor was 0. The kernel never
+    traps (it divides by 1 instead); the host raises eager's
+    `RuntimeError: ZeroDivisionError` when the byte is set (on nvptx a `.u64`
+    device pointer, the last parameter)."""
 
     @property
     def loop_rank(self) -> int:
@@ -224,6 +231,8 @@ class _Emitter:
     """Appends loop-level ops for one element of the index space."""
 
     ops: list[Operation] = field(default_factory=list)
+    zero_divisors: list[SSAValue] = field(default_factory=list)
+    """i1 values, true where an integer divisor of this element is 0."""
 
     def add(self, op: Operation) -> SSAValue:
         self.ops.append(op)
@@ -278,7 +287,25 @@ def _prop_number(op: Operation, name: str) -> float | int | None:
     if attr is None:
         return None
     assert isinstance(attr, FloatAttr | IntegerAttr)
+    if attr.type == BOOL:  # i1 prints `true` as -1 (signed); `min=True` is 1
+        return int(attr.value.data != 0)
     return attr.value.data
+
+
+def _round_scalars(
+    e: _Emitter, op: Operation, args: Sequence[SSAValue], dtype: Attribute
+) -> list[SSAValue]:
+    """PyTorch converts a Python-scalar operand to the op's common dtype before
+    computing, so with a half type the scalar is first rounded to it:
+
+        x_f16 < 0.1   compares x with f16(0.1) = 0.0999755859375, not with 0.1
+    """
+    if dtype not in (F16, BF16):
+        return list(args)
+    return [
+        v if isinstance(o.type, TensorType) else e.cast(v, dtype)
+        for o, v in zip(op.operands, args, strict=True)
+    ]
 
 
 _CMPF = {"aten.eq": "oeq", "aten.ne": "une", "aten.lt": "olt", "aten.le": "ole",
@@ -298,7 +325,12 @@ _UNARY_MATH = {
 def _maximum(e: _Emitter, a: SSAValue, b: SSAValue, is_max: bool) -> SSAValue:
     t = a.type
     if is_floating(t):
-        return e.add(arith.MaximumfOp(a, b) if is_max else arith.MinimumfOp(a, b))
+        # PyTorch's max/min (and clamp): NaN propagates, and on a tie (0.0 vs
+        # -0.0) the first operand wins, where IEEE maximum would pick +0.0.
+        other_wins = e.add(arith.CmpfOp(a, b, "olt") if is_max else arith.CmpfOp(b, a, "olt"))
+        r = e.add(arith.SelectOp(other_wins, b, a))
+        nan = e.add(arith.CmpfOp(a, b, "uno"))
+        return e.add(arith.SelectOp(nan, e.add(arith.AddfOp(a, b)), r))
     if t == BOOL:
         return e.add(arith.OrIOp(a, b) if is_max else arith.AndIOp(a, b))
     return e.add(arith.MaxSIOp(a, b) if is_max else arith.MinSIOp(a, b))
@@ -310,9 +342,79 @@ def _sigmoid(e: _Emitter, x: SSAValue) -> SSAValue:
     return e.add(arith.DivfOp(one, e.add(arith.AddfOp(one, ex))))
 
 
+def _divides_integers(op: Operation) -> bool:
+    """`aten.div` of integers (any rounding mode): its lowering needs `_safe_divisor`."""
+    if op.name != "aten.div" or not op.results:
+        return False
+    t = op.results[0].type
+    return isinstance(t, TensorType) and not is_floating(t.get_element_type())
+
+
+def _safe_divisor(e: _Emitter, a: SSAValue, b: SSAValue) -> SSAValue:
+    """An integer divisor that cannot trap: `x / 0 -> x / 1` (recorded in
+    `e.zero_divisors`, so the host raises eager's error) and `MIN / -1 -> MIN / 1`
+    (the wrapped quotient, as eager computes it without trapping)."""
+    t = a.type
+    assert isinstance(t, IntegerType)
+    if t == BOOL:
+        raise DiagnosticException("lower-group-to-loops: integer division of bools")
+    zero = e.add(arith.CmpiOp(b, e.const(0, t), "eq"))
+    e.zero_divisors.append(zero)
+    width = t.width.data
+    overflow = e.add(arith.AndIOp(e.add(arith.CmpiOp(b, e.const(-1, t), "eq")),
+                                  e.add(arith.CmpiOp(a, e.const(-(1 << (width - 1)), t), "eq"))))  # fmt: skip
+    return e.add(arith.SelectOp(e.add(arith.OrIOp(zero, overflow)), e.const(1, t), b))
+
+
+def _int_pow(e: _Emitter, a: SSAValue, b: SSAValue) -> SSAValue:
+    """Integer `a ** b` as c10's powi: square-and-multiply over every bit of `b`
+    (products wrap, as in eager); a negative `b` gives 0, or +-1 for a = +-1."""
+    t = a.type
+    assert isinstance(t, IntegerType)
+    zero, one = e.const(0, t), e.const(1, t)
+    result, base, bits = one, a, b
+    for _ in range(t.width.data):
+        odd = e.add(arith.CmpiOp(e.add(arith.AndIOp(bits, one)), zero, "ne"))
+        result = e.add(arith.SelectOp(odd, e.add(arith.MuliOp(result, base)), result))
+        base = e.add(arith.MuliOp(base, base))
+        bits = e.add(arith.ShRUIOp(bits, one))
+    if t == BOOL:
+        return result
+    minus_one = e.const(-1, t)
+    odd_b = e.add(arith.CmpiOp(e.add(arith.AndIOp(b, one)), zero, "ne"))
+    negative = e.add(arith.SelectOp(
+        e.add(arith.CmpiOp(a, one, "eq")), one,
+        e.add(arith.SelectOp(e.add(arith.CmpiOp(a, minus_one, "eq")),
+                             e.add(arith.SelectOp(odd_b, minus_one, one)), zero))))  # fmt: skip
+    return e.add(arith.SelectOp(e.add(arith.CmpiOp(b, zero, "slt")), negative, result))
+
+
+def _pow_scalar_exponent(e: _Emitter, x: SSAValue, y: SSAValue) -> SSAValue:
+    """`x ** scalar` as PyTorch's pow_tensor_scalar computes it: the exponents
+    0.5, -0.5, 2, 3, -1 and -2 are sqrt, rsqrt and products, the rest `pow`
+    (so `(-inf) ** 0.5` is sqrt(-inf) = NaN, not pow's +inf)."""
+    t = x.type
+    one = e.const(1.0, t)
+    sq = e.add(arith.MulfOp(x, x))
+    root = e.add(mathd.SqrtOp(x))
+    cases = [
+        (0.5, root),
+        (-0.5, e.add(arith.DivfOp(one, root))),
+        (2.0, sq),
+        (3.0, e.add(arith.MulfOp(sq, x))),
+        (-1.0, e.add(arith.DivfOp(one, x))),
+        (-2.0, e.add(arith.DivfOp(one, sq))),
+    ]
+    r = e.add(mathd.PowFOp(x, y))
+    for value, special in cases:
+        r = e.add(arith.SelectOp(e.add(arith.CmpfOp(y, e.const(value, t), "oeq")), special, r))
+    return r
+
+
 def _floor_div(e: _Emitter, a: SSAValue, b: SSAValue) -> SSAValue:
     t = a.type
     if not is_floating(t):
+        b = _safe_divisor(e, a, b)
         q = e.add(arith.DivSIOp(a, b))
         r = e.add(arith.RemSIOp(a, b))
         zero = e.const(0, t)
@@ -348,8 +450,9 @@ def emit_pointwise(e: _Emitter, op: Operation, args: Sequence[SSAValue]) -> SSAV
     ct = compute_type(res_t.get_element_type())
     name = op.name
     if name in _CMPF:
-        common = compute_type(inf.result_dtype([o.type for o in op.operands]))
-        a, b = (e.cast(v, common) for v in args)
+        dtype = inf.result_dtype([o.type for o in op.operands])
+        common = compute_type(dtype)
+        a, b = (e.cast(v, common) for v in _round_scalars(e, op, args, dtype))
         if is_floating(common):
             return e.add(arith.CmpfOp(a, b, _CMPF[name]))
         return e.add(arith.CmpiOp(a, b, (_CMPU if common == BOOL else _CMPI)[name]))
@@ -365,6 +468,8 @@ def emit_pointwise(e: _Emitter, op: Operation, args: Sequence[SSAValue]) -> SSAV
         return e.add(arith.SelectOp(cond, e.cast(args[1], ct), e.cast(args[2], ct)))
     if name == "aten.to":
         return e.cast(args[0], res_t.get_element_type())
+    if name != "aten.pow":  # pow takes its scalar exponent at full precision
+        args = _round_scalars(e, op, args, res_t.get_element_type())
     xs = [e.cast(v, ct) for v in args]
     fl = is_floating(ct)
     x = xs[0]
@@ -390,7 +495,8 @@ def emit_pointwise(e: _Emitter, op: Operation, args: Sequence[SSAValue]) -> SSAV
         case "aten.silu":
             return e.add(arith.MulfOp(x, _sigmoid(e, x)))
         case "aten.leaky_relu":
-            slope = e.const(_prop_number(op, "negative_slope") or 0.01, ct)
+            slope_value = _prop_number(op, "negative_slope")
+            slope = e.const(0.01 if slope_value is None else slope_value, ct)
             pos = e.add(arith.CmpfOp(x, e.const(0.0, ct), "ogt"))
             return e.add(arith.SelectOp(pos, x, e.add(arith.MulfOp(x, slope))))
         case "aten.gelu":
@@ -409,10 +515,11 @@ def emit_pointwise(e: _Emitter, op: Operation, args: Sequence[SSAValue]) -> SSAV
             return e.add(arith.MulfOp(e.add(arith.MulfOp(half, x)), e.add(arith.AddfOp(one, t))))
         case "aten.clamp":
             lo, hi = _prop_number(op, "min"), _prop_number(op, "max")
+            et = res_t.get_element_type()
             if lo is not None:
-                x = _maximum(e, x, e.const(lo, ct), True)
+                x = _maximum(e, x, e.cast(e.const(lo, ct), et), True)
             if hi is not None:
-                x = _maximum(e, x, e.const(hi, ct), False)
+                x = _maximum(e, x, e.cast(e.const(hi, ct), et), False)
             return x
         case "aten.add" | "aten.sub":
             b = xs[1]
@@ -439,11 +546,13 @@ def emit_pointwise(e: _Emitter, op: Operation, args: Sequence[SSAValue]) -> SSAV
                     return q
                 # Half types round the quotient before truncating, as PyTorch does.
                 return e.add(mathd.TruncOp(e.cast(q, res_t.get_element_type())))
-            return e.add(arith.DivSIOp(x, xs[1]))
+            return e.add(arith.DivSIOp(x, _safe_divisor(e, x, xs[1])))
         case "aten.pow":
             if not fl:
-                return e.add(mathd.IPowIOp(x, xs[1]))
-            return e.add(mathd.PowFOp(x, xs[1]))
+                return _int_pow(e, x, xs[1])
+            if isinstance(op.operands[1].type, TensorType):
+                return e.add(mathd.PowFOp(x, xs[1]))
+            return _pow_scalar_exponent(e, x, xs[1])
         case "aten.maximum" | "aten.minimum":
             return _maximum(e, x, xs[1], name == "aten.maximum")
     raise DiagnosticException(f"lower-group-to-loops: no lowering for {name}")
@@ -555,6 +664,13 @@ def build_loop_kernel(
     if any(op.has_trait(aten.Reduction) for op in body.ops):
         from fusec.passes.lower_reduction_to_loops import build_reduction_kernel
 
+        if any(_divides_integers(op) for op in body.ops):
+            # Its divisors could be 0, and a reduction kernel has no flag to say so:
+            # the group runs through PyTorch, which raises eager's error.
+            raise DiagnosticException(
+                "lower-group-to-loops: integer division in a reduction group"
+            )
+
         return build_reduction_kernel(name, body, result_types, target)
     plan = _plan(body)
     out_values, outs, exits = _exit_outputs(body, result_types)
@@ -594,7 +710,7 @@ def build_loop_kernel(
     for _ in mem_types:
         mems.append((a[pos], a[pos + 1 : pos + 1 + lrank]))
         pos += 1 + lrank
-    scalar_args = a[pos:]
+    scalar_args = a[pos : pos + len(scalar_types)]
 
     e = _Emitter()
     c0 = e.const(0, INDEX)
@@ -609,6 +725,15 @@ def build_loop_kernel(
         for d in range(lrank):
             if d < lead or shape[d - lead] == 1:
                 strides[d] = c0
+
+    flag_arg: list[SSAValue] = []
+
+    def zero_division_flag() -> SSAValue:
+        """The byte argument (after the scalars) set when an integer divisor was 0."""
+        if not flag_arg:
+            flag_arg.append(entry.insert_arg(MemRefType(inf.I8, [DYN]), len(entry.args)))
+            arg_types.append(flag_arg[0].type)
+        return flag_arg[0]
 
     def emit_body(b: _Emitter, offsets: Sequence[SSAValue]) -> None:
         """The group's body at one index: loads, pointwise ops, stores."""
@@ -639,6 +764,13 @@ def build_loop_kernel(
             et = op.results[0].type.get_element_type()  # type: ignore[attr-defined]
             _check_dtype(et)
             vals[op.results[0]] = emit_pointwise(b, op, [vals[o] for o in op.operands])
+        if b.zero_divisors:
+            hit = b.zero_divisors[0]
+            for z in b.zero_divisors[1:]:
+                hit = b.add(arith.OrIOp(hit, z))
+            # Only ever stores 1, so threads racing on the byte agree.
+            store = memref.StoreOp.get(b.const(1, inf.I8), zero_division_flag(), [c0])
+            b.add(scf.IfOp(hit, [], [store, scf.YieldOp()]))
         for k, (v, t) in enumerate(zip(out_values, outs, strict=True)):
             et = t.get_element_type()  # type: ignore[attr-defined]
             val = b.cast(vals[v], compute_type(et))
@@ -670,6 +802,7 @@ def build_loop_kernel(
         outputs=tuple(out_specs),
         target=target,
         exits=tuple(exits),
+        zero_division_flag=bool(flag_arg),
     )
     return fn, sig
 

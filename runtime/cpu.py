@@ -77,6 +77,8 @@ def packed_entry_ir(name: str, sig: KernelSignature) -> str:
     for _ in range(len(sig.operands) + len(sig.outputs)):
         types += ["ptr"] + ["i64"] * lrank
     types += [_LLVM_SCALAR[dt] for _, dt in sig.scalars]
+    if sig.zero_division_flag:
+        types.append("ptr")
     lines = [f'define void @"{name}.packed"(ptr %a) {{']
     args = []
     for k, t in enumerate(types):
@@ -125,6 +127,11 @@ class CpuKernel:
         lrank = sig.loop_rank
         self._n_mems = len(sig.operands) + len(sig.outputs)
         self._n_slots = 2 + lrank + self._n_mems * (1 + lrank) + len(sig.scalars)
+        self._flag_slot: int | None = None
+        """The slot of the zero-division flag's address (`zero_division_flag`)."""
+        if sig.zero_division_flag:
+            self._flag_slot = self._n_slots
+            self._n_slots += 1
         self._array = ctypes.c_int64 * self._n_slots
         self._doubles = ctypes.c_double * self._n_slots
         first_scalar = 2 + lrank + self._n_mems * (1 + lrank)
@@ -169,11 +176,21 @@ class CpuKernel:
             args[slot] = t.data_ptr() + offset  # type: ignore[union-attr]
         if self._scalar_slots:
             self._put_scalars(args, inputs)
+        flag = self._flag(args)
         if len(plan.chunks) == 1:
             self._fn(args)
         else:
             self._parallel(args, plan.chunks)
+        _check_zero_division(flag)
         return results
+
+    def _flag(self, args: Any) -> ctypes.c_int8 | None:
+        """A zeroed byte for the kernel's zero-division flag, its address in `args`."""
+        if self._flag_slot is None:
+            return None
+        flag = ctypes.c_int8(0)
+        args[self._flag_slot] = ctypes.addressof(flag)
+        return flag
 
     def _parallel(self, args: Any, chunks: Sequence[Any]) -> None:
         calls = []
@@ -244,10 +261,17 @@ class CpuKernel:
                 lines.append(f"    args[{slot}] = 1 if inputs[{i}] else 0")
             else:
                 lines.append(f"    args[{slot}] = int(inputs[{i}])")
+        if self._flag_slot is not None:
+            env["c_int8"], env["addressof"] = ctypes.c_int8, ctypes.addressof
+            env["check_zero_division"] = _check_zero_division
+            lines.append("    flag = c_int8(0)")
+            lines.append(f"    args[{self._flag_slot}] = addressof(flag)")
         lines.append("    if chunks is None:")
         lines.append("        fn(args)")
         lines.append("    else:")
         lines.append("        parallel(args, chunks)")
+        if self._flag_slot is not None:
+            lines.append("    check_zero_division(flag)")
         lines.append("    return [" + ", ".join(f"a{j}" for j in plan.results) + "]")
         exec("\n".join(lines), env)  # noqa: S102 - source built from slot numbers only
         self._fast = env["fast"]
@@ -274,7 +298,9 @@ class CpuKernel:
                 args[slot + 1 + d] = st
             slot += 1 + lrank
         self._put_scalars(args, inputs)
+        flag = self._flag(args)
         self._fn(args)
+        _check_zero_division(flag)
         return results
 
     def _put_scalars(self, args: Any, inputs: Sequence[Any]) -> None:
@@ -474,6 +500,12 @@ def _split(
             )
             out.append(((size_slot,), shifts))
     return tuple(out)
+
+
+def _check_zero_division(flag: ctypes.c_int8 | None) -> None:
+    """Eager's error for an integer division by zero the kernel saw."""
+    if flag is not None and flag.value:
+        raise RuntimeError("ZeroDivisionError")
 
 
 _loaded: dict[KernelArtifact, CpuKernel] = {}

@@ -451,6 +451,10 @@ class CudaKernel:
             space,
             [inputs[i] for i, _ in sig.scalars],  # type: ignore[misc]
         )
+        flag = None
+        if sig.zero_division_flag:
+            flag = torch.zeros(1, dtype=torch.int8, device=torch.device("cuda", device))
+            values, types = (*values, flag.data_ptr()), (*types, _U64)
         grid, block = launch_config(numel, device_props(device))
         launch(
             self.function(device),
@@ -460,6 +464,10 @@ class CudaKernel:
             current_stream(device),
             device,
         )
+        # Reading the flag synchronizes, so only integer-division kernels do it;
+        # inside a CUDA graph capture it cannot be read (replays do not raise).
+        if flag is not None and not torch.cuda.is_current_stream_capturing() and flag.item():
+            raise RuntimeError("ZeroDivisionError")
         return results
 
 

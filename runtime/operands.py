@@ -14,6 +14,7 @@ import torch
 from fusec.codegen import KernelSignature
 from fusec.dialects.inference import broadcast_shapes
 from fusec.torch_ops import TORCH_DTYPES as ELEMENT_TO_TORCH
+from xdsl.utils.exceptions import VerifyException
 
 TORCH_DTYPES: dict[str, torch.dtype] = {str(k): v for k, v in ELEMENT_TO_TORCH.items()}
 """Kernel signatures name dtypes as element type strings (`f32`, `i1`, ...)."""
@@ -83,6 +84,14 @@ def output_shapes(
     return tuple(space), shapes
 
 
+class KernelDeclined(Exception):
+    """The kernel cannot compute this call: its group runs through PyTorch.
+
+    Raised when the index space is empty but an output is not (an output
+    broadcast against an empty one, `(a.exp(), a + empty)`): a kernel over no
+    elements would leave that output unwritten."""
+
+
 def prepare(
     sig: KernelSignature,
     inputs: Sequence[torch.Tensor | float | int | bool],
@@ -93,7 +102,12 @@ def prepare(
     in yield order; the same tensors as `outs` unless outputs are views of one
     buffer)."""
     operands = [apply_views(inputs[s.input], s.views) for s in sig.operands]  # type: ignore[arg-type]
-    space, shapes = output_shapes(sig, operands)
+    try:
+        space, shapes = output_shapes(sig, operands)
+    except VerifyException as e:  # outputs of one group that do not broadcast together
+        raise KernelDeclined(str(e)) from None
+    if 0 in space and any(0 not in shape for shape in shapes):
+        raise KernelDeclined("an output is not empty but the index space is")
     if sig.exits:
         outs, results = _exit_outputs(sig, shapes, device)
         return operands, space, outs, results

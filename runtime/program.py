@@ -207,7 +207,7 @@ class _Builder:
         if isinstance(op, GroupOp):
             kernel = self.kernels(op)
             if kernel is not None:
-                return _KernelCall(kernel), "kernel"
+                return _KernelCall(self.kernel_step(op, kernel)), "kernel"
             body = self.build(op.body.block, list(op.yield_op.values))
             if body.launches:
                 raise UnsupportedProgram("a group nested in a group")
@@ -220,6 +220,25 @@ class _Builder:
             return torch_callable(op), "torch"
         except KeyError as e:
             raise UnsupportedProgram(str(e.args[0])) from None
+
+    def kernel_step(
+        self, op: GroupOp, kernel: Callable[[Sequence[Any]], Sequence[Any]]
+    ) -> Callable[[Sequence[Any]], Sequence[Any]]:
+        """Runs `kernel`, or the group's body through PyTorch for a call the
+        kernel declines (`KernelDeclined`; the body program is built then)."""
+        from fusec.runtime.operands import KernelDeclined
+
+        body: list[HostProgram] = []
+
+        def run(xs: Sequence[Any]) -> Sequence[Any]:
+            try:
+                return kernel(xs)
+            except KernelDeclined:
+                if not body:
+                    body.append(self.build(op.body.block, list(op.yield_op.values)))
+                return body[0](xs)
+
+        return run
 
     def guard_step(self, op: GuardOp) -> Callable[..., Sequence[Any]]:
         checks = tuple(

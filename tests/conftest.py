@@ -1,7 +1,9 @@
-"""Shared pytest fixtures: every test gets its own empty kernel cache."""
+"""Shared pytest fixtures: every test gets its own empty kernel cache; options
+of the randomized differential test (`test_random_graphs.py`)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,3 +21,18 @@ def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]
     cache_mod.reset()
     yield d
     cache_mod.reset()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--random-graphs",
+        type=int,
+        default=int(os.environ.get("FUSEC_RANDOM_GRAPHS", "50")),
+        help="how many random graphs test_random_graphs.py runs (FUSEC_RANDOM_GRAPHS)",
+    )
+    parser.addoption(
+        "--random-graphs-start",
+        type=int,
+        default=0,
+        help="the first random graph's seed",
+    )

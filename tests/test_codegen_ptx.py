@@ -178,7 +178,8 @@ def expected_params(art: KernelArtifact) -> list[str]:
     params = [".u64"] * (1 + n)  # numel, sizes
     for _ in range(len(sig.operands) + len(sig.outputs)):
         params += [".u64 .ptr"] + [".u64"] * n  # data, strides
-    return params + [_SCALAR_PARAM[dt] for _, dt in sig.scalars]
+    params += [_SCALAR_PARAM[dt] for _, dt in sig.scalars]
+    return params + ([".u64 .ptr"] if sig.zero_division_flag else [])  # the flag byte
 
 
 def entries(ptx: str) -> dict[str, tuple[list[str], str]]:

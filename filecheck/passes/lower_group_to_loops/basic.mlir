@@ -32,12 +32,21 @@ func.func @chunk(%x: tensor<8xf32>) -> tensor<4xf32> attributes {fusion.kernel} 
 
 // -----
 
-// NaN-propagating maximum, floor division of integers.
+// NaN-propagating maximum that keeps the first operand on ties (0.0 vs -0.0),
+// floor division of integers by a divisor that cannot trap: a zero divisor sets
+// the flag byte (the last argument), which the host turns into eager's error.
 // CHECK-LABEL: func.func @ops(
-// CHECK:         arith.maximumf
-// CHECK:         arith.divsi
-// CHECK:         arith.remsi
-// CHECK:         arith.select
+// CHECK-SAME:    %[[FLAG:[^:]*]]: memref<?xi8>) attributes {fusion.kernel}
+// CHECK:         %[[LT:.*]] = arith.cmpf olt, %[[A:.*]], %[[B:.*]] : f32
+// CHECK:         %[[MAX:.*]] = arith.select %[[LT]], %[[B]], %[[A]] : f32
+// CHECK:         %[[NAN:.*]] = arith.cmpf uno, %[[A]], %[[B]] : f32
+// CHECK:         arith.select %[[NAN]], %{{.*}}, %[[MAX]] : f32
+// CHECK:         %[[ZERO:.*]] = arith.cmpi eq, %[[D:.*]], %{{.*}} : i32
+// CHECK:         %[[SAFE:.*]] = arith.select %{{.*}}, %{{.*}}, %[[D]] : i32
+// CHECK:         arith.divsi %{{.*}}, %[[SAFE]]
+// CHECK:         arith.remsi %{{.*}}, %[[SAFE]]
+// CHECK:         scf.if %[[ZERO]] {
+// CHECK-NEXT:      memref.store %{{.*}}, %[[FLAG]]
 func.func @ops(%x: tensor<4xf32>, %i: tensor<4xi32>) -> (tensor<4xf32>, tensor<4xi32>) attributes {fusion.kernel} {
   %0 = aten.maximum %x, %x : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
   %1 = aten.div %i, %i rounding_mode = "floor" : tensor<4xi32>, tensor<4xi32> -> tensor<4xi32>
