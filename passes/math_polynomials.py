@@ -27,11 +27,14 @@ from collections.abc import Callable, Sequence
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import (
     AnyFloat,
+    DenseIntOrFPElementsAttr,
     Float32Type,
     Float64Type,
     FloatAttr,
+    IntAttr,
     IntegerAttr,
     IntegerType,
+    TensorType,
     f32,
     f64,
     i1,
@@ -431,6 +434,113 @@ _COS = {
 }
 
 
+# Lanes with |x| <= SINCOS_FAST_MAX take the Cody-Waite reduction above (j stays
+# below 2^20, so j*part is exact); larger finite lanes take the table reduction.
+SINCOS_FAST_MAX = 1.6e6
+TWO_OVER_PI_TABLE = "__fusec_two_over_pi"
+"""Name of the private constant global holding 24-bit chunks of 2/pi."""
+# chunks after k0: the dropped tail is below 2^(b + 26 - 24*n) quarter turns
+# (2^-22 for f32 inputs, b = 24, far below f32 tolerance; 2^-65 for f64)
+_CHUNKS_USED = {True: 3, False: 6}
+# log2 bound under which a product is summed without mod 4: the sum's rounding
+# stays below 2^-26 (f32) / 2^-46 (f64) quarter turns
+_NO_MOD4_BELOW = {True: 26, False: 6}
+_TABLE_LEN = 48  # the largest f64 exponent needs chunks up to (1023-54)//24 + 5 = 45
+
+
+def _two_over_pi_chunks(count: int) -> list[float]:
+    """chunk k = bits 24k+1 .. 24k+24 of 2/pi after the binary point, as an
+    integer-valued float: 2/pi = sum chunk[k] * 2^-(24(k+1))."""
+    bits = 24 * count + 64
+    one = 1 << (bits + 16)
+
+    def arctan_inv(n: int) -> int:  # arctan(1/n) in fixed point, Taylor series
+        total, term, k, sign = 0, one // n, 1, 1
+        while term:
+            total += sign * (term // k)
+            term //= n * n
+            k, sign = k + 2, -sign
+        return total
+
+    pi = 16 * arctan_inv(5) - 4 * arctan_inv(239)  # Machin, scaled by `one`
+    two_over_pi = (2 * one * (1 << bits)) // pi  # 2/pi scaled by 2^bits
+    return [float((two_over_pi >> (bits - 24 * (k + 1))) & 0xFFFFFF) for k in range(count)]
+
+
+_TWO_OVER_PI = _two_over_pi_chunks(_TABLE_LEN)
+
+
+def two_over_pi_global() -> llvm.GlobalOp:
+    """The chunk table as a private constant `llvm.mlir.global`."""
+    ty = llvm.LLVMArrayType(IntAttr(_TABLE_LEN), f64)
+    value = DenseIntOrFPElementsAttr.from_list(TensorType(f64, [_TABLE_LEN]), _TWO_OVER_PI)
+    return llvm.GlobalOp(ty, TWO_OVER_PI_TABLE, "private", constant=True, value=value)
+
+
+def _table_chunk(ed: Emitter, index: SSAValue) -> SSAValue:
+    ptr = ed.emit(llvm.AddressOfOp(TWO_OVER_PI_TABLE, llvm.LLVMPointerType()))
+    elem = ed.emit(llvm.GEPOp(ptr, [llvm.GEP_USE_SSA_VAL], f64, ssa_indices=[index]))
+    return ed.emit(llvm.LoadOp(elem, f64))
+
+
+def _mod4(ed: Emitter, p: SSAValue) -> SSAValue:
+    """p mod 4 for p >= 0, exact: 4*floor(p/4) and p share p's ulp grid."""
+    return ed.sub_exact(p, ed.mul_exact(ed.floor(ed.mul_exact(p, ed.c(0.25))), ed.c(4.0)))
+
+
+def _reduce_large(ed: Emitter, xd: SSAValue, is_f32: bool) -> tuple[SSAValue, SSAValue]:
+    """(r, j mod 4 as i64) with x = j*pi/2 + r for any finite x (held in f64),
+    Payne-Hanek style: eager's sin(1e12) needs 2/pi to far more bits than the
+    three-part pi/2 above carries.
+
+    With b significant bits in x (24 for f32 inputs, 53 for f64), scale
+    |x| = y * 2^(24*k0) so that y < 2^(b+25); the 2/pi chunks before k0 then
+    contribute multiples of 4 to |x|*2/pi (dropped) and the next few give the
+    fraction. Each product of y (or a 26/27-bit half of an f64 y) with a 24-bit
+    chunk is exact and the large ones are taken mod 4 exactly, so only the
+    final short sum rounds. Computed on every lane, branch-free so that
+    the loop still vectorizes, and selected only where |x| > SINCOS_FAST_MAX."""
+    bits_in_x = 24 if is_f32 else 53
+    ax = ed.fabs(xd)
+    expo = ed.emit(llvm.LShrOp(ed.bits(ax), ed.ci(52)))
+    t = ed.isub(expo, ed.ci(1023 + bits_in_x + 1))
+    t = ed.select(ed.icmp("slt", t, ed.ci(0)), ed.ci(0), t)
+    # k0 = floor(t / 24) as (t * 2731) >> 16, exact for t < 2000 (t <= 969)
+    k0 = ed.emit(llvm.LShrOp(ed.emit(llvm.MulOp(t, ed.ci(2731))), ed.ci(16)))
+    y = ed.mul_exact(ax, ed.pow2(ed.isub(ed.ci(0), ed.emit(llvm.MulOp(k0, ed.ci(24))))))
+    if is_f32:
+        halves = [y]  # 24 bits times a 24-bit chunk is exact as it is
+        # f32 magnitudes stop at 2^128, so k0 <= 4: a select among five
+        # constants is much cheaper than a vector gather
+        hits = [(k, ed.icmp("eq", k0, ed.ci(k))) for k in range(1, 5)]
+    else:
+        yh = ed.from_bits(ed.and_(ed.bits(y), ed.ci(-(1 << 27))))
+        halves = [yh, ed.sub_exact(y, yh)]
+    f = ed.c(0.0)
+    for i in range(_CHUNKS_USED[is_f32]):
+        if is_f32:
+            chunk = ed.c(_TWO_OVER_PI[i])
+            for k, hit in hits:
+                chunk = ed.select(hit, ed.c(_TWO_OVER_PI[k + i]), chunk)
+        else:
+            chunk = _table_chunk(ed, ed.iadd(k0, ed.ci(i)))
+        d = ed.mul_exact(chunk, ed.c(2.0 ** (-24 * (i + 1))))
+        for half in halves:
+            p = ed.mul_exact(half, d)
+            # p < 2^(b+25-24i): once that is below _NO_MOD4_BELOW it adds
+            # without mod 4 and without losing the bits that matter
+            small = bits_in_x + 25 - 24 * i <= _NO_MOD4_BELOW[is_f32]
+            f = ed.add_exact(f, p if small else _mod4(ed, p))
+    f = _mod4(ed, f)
+    j_f, j_i = ed.round_to_int(f)
+    r = ed.mul(ed.sub_exact(f, j_f), ed.c(math.pi / 2))
+    # sin/cos(-|x|): j -> -j, r -> -r
+    neg = ed.icmp("slt", ed.bits(xd), ed.ci(0))
+    r = ed.select(neg, ed.neg(r), r)
+    j_i = ed.select(neg, ed.isub(ed.ci(0), j_i), j_i)
+    return r, ed.and_(j_i, ed.ci(3))
+
+
 def _sincos_kernels(em: Emitter, x: SSAValue) -> tuple[SSAValue, SSAValue, SSAValue]:
     """(sin r, cos r, quadrant j mod 4 as i64) with x = j*pi/2 + r; the
     reduction runs in f64 for both widths."""
@@ -440,9 +550,13 @@ def _sincos_kernels(em: Emitter, x: SSAValue) -> tuple[SSAValue, SSAValue, SSAVa
     r = xd
     for part in _PIO2:
         r = ed.sub_exact(r, ed.mul_exact(j_f, ed.c(part)))
-    # Beyond |x| ~ 2^20*pi/2 the three-part reduction is no longer exact (no
-    # Payne-Hanek here); clamping keeps the result a bounded, finite value.
     r = ed.clamp(r, -_PIO4_MAX, _PIO4_MAX)
+    q = ed.and_(j_i, ed.ci(3))
+    ax = ed.fabs(xd)
+    big = ed.and_(ed.cmp("ogt", ax, ed.c(SINCOS_FAST_MAX)), ed.cmp("olt", ax, ed.c(math.inf)))
+    r_big, q_big = _reduce_large(ed, xd, em.is_f32)
+    r = ed.select(big, r_big, r)
+    q = ed.select(big, q_big, q)
     if em.is_f32:
         r = ed.trunc(r, f32)
     z = em.mul(r, r)
@@ -451,7 +565,6 @@ def _sincos_kernels(em: Emitter, x: SSAValue) -> tuple[SSAValue, SSAValue, SSAVa
     w = em.sub_exact(em.c(1.0), hz)
     tail = em.mul(em.mul(z, z), em.horner(z, _COS[em.is_f32]))
     cos_r = em.add(w, em.add(em.sub_exact(em.sub_exact(em.c(1.0), w), hz), tail))
-    q = ed.and_(j_i, ed.ci(3))
     return sin_r, cos_r, q
 
 
