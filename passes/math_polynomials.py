@@ -439,12 +439,6 @@ _COS = {
 SINCOS_FAST_MAX = 1.6e6
 TWO_OVER_PI_TABLE = "__fusec_two_over_pi"
 """Name of the private constant global holding 24-bit chunks of 2/pi."""
-# chunks after k0: the dropped tail is below 2^(b + 26 - 24*n) quarter turns
-# (2^-22 for f32 inputs, b = 24, far below f32 tolerance; 2^-65 for f64)
-_CHUNKS_USED = {True: 3, False: 6}
-# log2 bound under which a product is summed without mod 4: the sum's rounding
-# stays below 2^-26 (f32) / 2^-46 (f64) quarter turns
-_NO_MOD4_BELOW = {True: 26, False: 6}
 _TABLE_LEN = 48  # the largest f64 exponent needs chunks up to (1023-54)//24 + 5 = 45
 
 
@@ -488,49 +482,52 @@ def _mod4(ed: Emitter, p: SSAValue) -> SSAValue:
     return ed.sub_exact(p, ed.mul_exact(ed.floor(ed.mul_exact(p, ed.c(0.25))), ed.c(4.0)))
 
 
-def _reduce_large(ed: Emitter, xd: SSAValue, is_f32: bool) -> tuple[SSAValue, SSAValue]:
-    """(r, j mod 4 as i64) with x = j*pi/2 + r for any finite x (held in f64),
-    Payne-Hanek style: eager's sin(1e12) needs 2/pi to far more bits than the
-    three-part pi/2 above carries.
+def _reduce_large_f32(ed: Emitter, xd: SSAValue) -> SSAValue:
+    """|x|*2/pi mod 4 for an f32 x held in f64: x has 24 significant bits and
+    |x| < 2^128, so x times each of the first eight 24-bit chunks of 2/pi is
+    exact in f64 and the chunks reach far enough (tail < 2^-60). The products
+    that can exceed 2^26 are taken mod 4 exactly; no table index is needed."""
+    ax = ed.fabs(xd)
+    f = ed.c(0.0)
+    for i in range(8):
+        p = ed.mul_exact(ax, ed.c(_TWO_OVER_PI[i] * 2.0 ** (-24 * (i + 1))))
+        # p < 2^(128-24i); below 2^26 the sum rounds at < 2^-26 quarter turns
+        f = ed.add_exact(f, p if 128 - 24 * i <= 26 else _mod4(ed, p))
+    return f
 
-    With b significant bits in x (24 for f32 inputs, 53 for f64), scale
-    |x| = y * 2^(24*k0) so that y < 2^(b+25); the 2/pi chunks before k0 then
-    contribute multiples of 4 to |x|*2/pi (dropped) and the next few give the
-    fraction. Each product of y (or a 26/27-bit half of an f64 y) with a 24-bit
-    chunk is exact and the large ones are taken mod 4 exactly, so only the
-    final short sum rounds. Computed on every lane, branch-free so that
-    the loop still vectorizes, and selected only where |x| > SINCOS_FAST_MAX."""
-    bits_in_x = 24 if is_f32 else 53
+
+def _reduce_large_f64(ed: Emitter, xd: SSAValue) -> SSAValue:
+    """|x|*2/pi mod 4 for an f64 x: scale |x| = y * 2^(24*k0) so that
+    y < 2^78; the 2/pi chunks before k0 then contribute multiples of 4
+    (dropped) and the next six give the fraction (tail < 2^-65). Each product
+    of a 26/27-bit half of y with a 24-bit chunk is exact and the large ones
+    are taken mod 4 exactly, so only the final short sum rounds."""
     ax = ed.fabs(xd)
     expo = ed.emit(llvm.LShrOp(ed.bits(ax), ed.ci(52)))
-    t = ed.isub(expo, ed.ci(1023 + bits_in_x + 1))
+    t = ed.isub(expo, ed.ci(1023 + 54))
     t = ed.select(ed.icmp("slt", t, ed.ci(0)), ed.ci(0), t)
     # k0 = floor(t / 24) as (t * 2731) >> 16, exact for t < 2000 (t <= 969)
     k0 = ed.emit(llvm.LShrOp(ed.emit(llvm.MulOp(t, ed.ci(2731))), ed.ci(16)))
     y = ed.mul_exact(ax, ed.pow2(ed.isub(ed.ci(0), ed.emit(llvm.MulOp(k0, ed.ci(24))))))
-    if is_f32:
-        halves = [y]  # 24 bits times a 24-bit chunk is exact as it is
-        # f32 magnitudes stop at 2^128, so k0 <= 4: a select among five
-        # constants is much cheaper than a vector gather
-        hits = [(k, ed.icmp("eq", k0, ed.ci(k))) for k in range(1, 5)]
-    else:
-        yh = ed.from_bits(ed.and_(ed.bits(y), ed.ci(-(1 << 27))))
-        halves = [yh, ed.sub_exact(y, yh)]
+    yh = ed.from_bits(ed.and_(ed.bits(y), ed.ci(-(1 << 27))))
+    halves = [yh, ed.sub_exact(y, yh)]
     f = ed.c(0.0)
-    for i in range(_CHUNKS_USED[is_f32]):
-        if is_f32:
-            chunk = ed.c(_TWO_OVER_PI[i])
-            for k, hit in hits:
-                chunk = ed.select(hit, ed.c(_TWO_OVER_PI[k + i]), chunk)
-        else:
-            chunk = _table_chunk(ed, ed.iadd(k0, ed.ci(i)))
+    for i in range(6):
+        chunk = _table_chunk(ed, ed.iadd(k0, ed.ci(i)))
         d = ed.mul_exact(chunk, ed.c(2.0 ** (-24 * (i + 1))))
         for half in halves:
             p = ed.mul_exact(half, d)
-            # p < 2^(b+25-24i): once that is below _NO_MOD4_BELOW it adds
-            # without mod 4 and without losing the bits that matter
-            small = bits_in_x + 25 - 24 * i <= _NO_MOD4_BELOW[is_f32]
-            f = ed.add_exact(f, p if small else _mod4(ed, p))
+            # p < 2^(78-24i); below 64 the sum rounds at < 2^-46 quarter turns
+            f = ed.add_exact(f, p if 78 - 24 * i <= 6 else _mod4(ed, p))
+    return f
+
+
+def _reduce_large(ed: Emitter, xd: SSAValue, is_f32: bool) -> tuple[SSAValue, SSAValue]:
+    """(r, j mod 4 as i64) with x = j*pi/2 + r for any finite x (held in f64),
+    Payne-Hanek style: eager's sin(1e12) needs 2/pi to far more bits than the
+    three-part pi/2 above carries. Computed on every lane, branch-free so that
+    the loop still vectorizes, and selected only where |x| > SINCOS_FAST_MAX."""
+    f = _reduce_large_f32(ed, xd) if is_f32 else _reduce_large_f64(ed, xd)
     f = _mod4(ed, f)
     j_f, j_i = ed.round_to_int(f)
     r = ed.mul(ed.sub_exact(f, j_f), ed.c(math.pi / 2))
