@@ -542,20 +542,23 @@ def _sincos_kernels(em: Emitter, x: SSAValue) -> tuple[SSAValue, SSAValue, SSAVa
     """(sin r, cos r, quadrant j mod 4 as i64) with x = j*pi/2 + r; the
     reduction runs in f64 for both widths."""
     ed = em.other(f64)
-    xd = x if not em.is_f32 else ed.ext(x, f64)
-    j_f, j_i = ed.round_to_int(ed.mul(xd, ed.c(2 / math.pi)))
-    r = xd
-    for part in _PIO2:
-        r = ed.sub_exact(r, ed.mul_exact(j_f, ed.c(part)))
-    r = ed.clamp(r, -_PIO4_MAX, _PIO4_MAX)
-    q = ed.and_(j_i, ed.ci(3))
-    ax = ed.fabs(xd)
-    big = ed.and_(ed.cmp("ogt", ax, ed.c(SINCOS_FAST_MAX)), ed.cmp("olt", ax, ed.c(math.inf)))
-    r_big, q_big = _reduce_large(ed, xd, em.is_f32)
-    r = ed.select(big, r_big, r)
-    q = ed.select(big, q_big, q)
     if em.is_f32:
+        # the f32 chunk reduction is exact for every magnitude and costs less
+        # than Cody-Waite plus a select, so all lanes take it
+        r, q = _reduce_large(ed, ed.ext(x, f64), True)
         r = ed.trunc(r, f32)
+    else:
+        j_f, j_i = ed.round_to_int(ed.mul(x, ed.c(2 / math.pi)))
+        r = x
+        for part in _PIO2:
+            r = ed.sub_exact(r, ed.mul_exact(j_f, ed.c(part)))
+        r = ed.clamp(r, -_PIO4_MAX, _PIO4_MAX)
+        q = ed.and_(j_i, ed.ci(3))
+        ax = ed.fabs(x)
+        big = ed.and_(ed.cmp("ogt", ax, ed.c(SINCOS_FAST_MAX)), ed.cmp("olt", ax, ed.c(math.inf)))
+        r_big, q_big = _reduce_large(ed, x, False)
+        r = ed.select(big, r_big, r)
+        q = ed.select(big, q_big, q)
     z = em.mul(r, r)
     sin_r = em.add(r, em.mul(em.mul(r, z), em.horner(z, _SIN[em.is_f32])))
     hz = em.mul(em.c(0.5), z)
