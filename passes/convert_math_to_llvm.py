@@ -109,6 +109,13 @@ class ExpandMathToPolynomial(RewritePattern):
         if ftype is None:
             return
         em = poly.Emitter(ftype)
+        if op.name in ("math.sin", "math.cos"):
+            # the large-argument reduction loads 2/pi chunks from a module global
+            module = op.get_toplevel_object()
+            if not isinstance(module, ModuleOp):
+                return
+            if SymbolTable.lookup_symbol(module, poly.TWO_OVER_PI_TABLE) is None:
+                rewriter.insert(poly.two_over_pi_global(), InsertPoint.at_end(module.body.block))
         if (unary := poly.UNARY.get(op.name)) is not None:
             result = unary(em, op.operands[0])
         elif (binary := poly.BINARY.get(op.name)) is not None:

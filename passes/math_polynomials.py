@@ -27,11 +27,14 @@ from collections.abc import Callable, Sequence
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import (
     AnyFloat,
+    DenseIntOrFPElementsAttr,
     Float32Type,
     Float64Type,
     FloatAttr,
+    IntAttr,
     IntegerAttr,
     IntegerType,
+    TensorType,
     f32,
     f64,
     i1,
@@ -431,27 +434,137 @@ _COS = {
 }
 
 
+# Lanes with |x| <= SINCOS_FAST_MAX take the Cody-Waite reduction above (j stays
+# below 2^20, so j*part is exact); larger finite lanes take the table reduction.
+SINCOS_FAST_MAX = 1.6e6
+TWO_OVER_PI_TABLE = "__fusec_two_over_pi"
+"""Name of the private constant global holding 24-bit chunks of 2/pi."""
+_TABLE_LEN = 48  # the largest f64 exponent needs chunks up to (1023-54)//24 + 5 = 45
+
+
+def _two_over_pi_chunks(count: int) -> list[float]:
+    """chunk k = bits 24k+1 .. 24k+24 of 2/pi after the binary point, as an
+    integer-valued float: 2/pi = sum chunk[k] * 2^-(24(k+1))."""
+    bits = 24 * count + 64
+    one = 1 << (bits + 16)
+
+    def arctan_inv(n: int) -> int:  # arctan(1/n) in fixed point, Taylor series
+        total, term, k, sign = 0, one // n, 1, 1
+        while term:
+            total += sign * (term // k)
+            term //= n * n
+            k, sign = k + 2, -sign
+        return total
+
+    pi = 16 * arctan_inv(5) - 4 * arctan_inv(239)  # Machin, scaled by `one`
+    two_over_pi = (2 * one * (1 << bits)) // pi  # 2/pi scaled by 2^bits
+    return [float((two_over_pi >> (bits - 24 * (k + 1))) & 0xFFFFFF) for k in range(count)]
+
+
+_TWO_OVER_PI = _two_over_pi_chunks(_TABLE_LEN)
+
+
+def two_over_pi_global() -> llvm.GlobalOp:
+    """The chunk table as a private constant `llvm.mlir.global`."""
+    ty = llvm.LLVMArrayType(IntAttr(_TABLE_LEN), f64)
+    value = DenseIntOrFPElementsAttr.from_list(TensorType(f64, [_TABLE_LEN]), _TWO_OVER_PI)
+    return llvm.GlobalOp(ty, TWO_OVER_PI_TABLE, "private", constant=True, value=value)
+
+
+def _table_chunk(ed: Emitter, index: SSAValue) -> SSAValue:
+    ptr = ed.emit(llvm.AddressOfOp(TWO_OVER_PI_TABLE, llvm.LLVMPointerType()))
+    elem = ed.emit(llvm.GEPOp(ptr, [llvm.GEP_USE_SSA_VAL], f64, ssa_indices=[index]))
+    return ed.emit(llvm.LoadOp(elem, f64))
+
+
+def _mod4(ed: Emitter, p: SSAValue) -> SSAValue:
+    """p mod 4 for p >= 0, exact: 4*floor(p/4) and p share p's ulp grid."""
+    return ed.sub_exact(p, ed.mul_exact(ed.floor(ed.mul_exact(p, ed.c(0.25))), ed.c(4.0)))
+
+
+def _reduce_large_f32(ed: Emitter, xd: SSAValue) -> SSAValue:
+    """|x|*2/pi mod 4 for an f32 x held in f64: x has 24 significant bits and
+    |x| < 2^128, so x times each of the first eight 24-bit chunks of 2/pi is
+    exact in f64 and the chunks reach far enough (tail < 2^-60). The products
+    that can exceed 2^26 are taken mod 4 exactly; no table index is needed."""
+    ax = ed.fabs(xd)
+    f = ed.c(0.0)
+    for i in range(8):
+        p = ed.mul_exact(ax, ed.c(_TWO_OVER_PI[i] * 2.0 ** (-24 * (i + 1))))
+        # p < 2^(128-24i); below 2^26 the sum rounds at < 2^-26 quarter turns
+        f = ed.add_exact(f, p if 128 - 24 * i <= 26 else _mod4(ed, p))
+    return f
+
+
+def _reduce_large_f64(ed: Emitter, xd: SSAValue) -> SSAValue:
+    """|x|*2/pi mod 4 for an f64 x: scale |x| = y * 2^(24*k0) so that
+    y < 2^78; the 2/pi chunks before k0 then contribute multiples of 4
+    (dropped) and the next six give the fraction (tail < 2^-65). Each product
+    of a 26/27-bit half of y with a 24-bit chunk is exact and the large ones
+    are taken mod 4 exactly, so only the final short sum rounds."""
+    ax = ed.fabs(xd)
+    expo = ed.emit(llvm.LShrOp(ed.bits(ax), ed.ci(52)))
+    t = ed.isub(expo, ed.ci(1023 + 54))
+    t = ed.select(ed.icmp("slt", t, ed.ci(0)), ed.ci(0), t)
+    # k0 = floor(t / 24) as (t * 2731) >> 16, exact for t < 2000 (t <= 969)
+    k0 = ed.emit(llvm.LShrOp(ed.emit(llvm.MulOp(t, ed.ci(2731))), ed.ci(16)))
+    y = ed.mul_exact(ax, ed.pow2(ed.isub(ed.ci(0), ed.emit(llvm.MulOp(k0, ed.ci(24))))))
+    yh = ed.from_bits(ed.and_(ed.bits(y), ed.ci(-(1 << 27))))
+    halves = [yh, ed.sub_exact(y, yh)]
+    f = ed.c(0.0)
+    for i in range(6):
+        chunk = _table_chunk(ed, ed.iadd(k0, ed.ci(i)))
+        d = ed.mul_exact(chunk, ed.c(2.0 ** (-24 * (i + 1))))
+        for half in halves:
+            p = ed.mul_exact(half, d)
+            # p < 2^(78-24i); below 64 the sum rounds at < 2^-46 quarter turns
+            f = ed.add_exact(f, p if 78 - 24 * i <= 6 else _mod4(ed, p))
+    return f
+
+
+def _reduce_large(ed: Emitter, xd: SSAValue, is_f32: bool) -> tuple[SSAValue, SSAValue]:
+    """(r, j mod 4 as i64) with x = j*pi/2 + r for any finite x (held in f64),
+    Payne-Hanek style: eager's sin(1e12) needs 2/pi to far more bits than the
+    three-part pi/2 above carries. Computed on every lane, branch-free so that
+    the loop still vectorizes, and selected only where |x| > SINCOS_FAST_MAX."""
+    f = _reduce_large_f32(ed, xd) if is_f32 else _reduce_large_f64(ed, xd)
+    f = _mod4(ed, f)
+    j_f, j_i = ed.round_to_int(f)
+    r = ed.mul(ed.sub_exact(f, j_f), ed.c(math.pi / 2))
+    # sin/cos(-|x|): j -> -j, r -> -r
+    neg = ed.icmp("slt", ed.bits(xd), ed.ci(0))
+    r = ed.select(neg, ed.neg(r), r)
+    j_i = ed.select(neg, ed.isub(ed.ci(0), j_i), j_i)
+    return r, ed.and_(j_i, ed.ci(3))
+
+
 def _sincos_kernels(em: Emitter, x: SSAValue) -> tuple[SSAValue, SSAValue, SSAValue]:
     """(sin r, cos r, quadrant j mod 4 as i64) with x = j*pi/2 + r; the
     reduction runs in f64 for both widths."""
     ed = em.other(f64)
-    xd = x if not em.is_f32 else ed.ext(x, f64)
-    j_f, j_i = ed.round_to_int(ed.mul(xd, ed.c(2 / math.pi)))
-    r = xd
-    for part in _PIO2:
-        r = ed.sub_exact(r, ed.mul_exact(j_f, ed.c(part)))
-    # Beyond |x| ~ 2^20*pi/2 the three-part reduction is no longer exact (no
-    # Payne-Hanek here); clamping keeps the result a bounded, finite value.
-    r = ed.clamp(r, -_PIO4_MAX, _PIO4_MAX)
     if em.is_f32:
+        # the f32 chunk reduction is exact for every magnitude and costs less
+        # than Cody-Waite plus a select, so all lanes take it
+        r, q = _reduce_large(ed, ed.ext(x, f64), True)
         r = ed.trunc(r, f32)
+    else:
+        j_f, j_i = ed.round_to_int(ed.mul(x, ed.c(2 / math.pi)))
+        r = x
+        for part in _PIO2:
+            r = ed.sub_exact(r, ed.mul_exact(j_f, ed.c(part)))
+        r = ed.clamp(r, -_PIO4_MAX, _PIO4_MAX)
+        q = ed.and_(j_i, ed.ci(3))
+        ax = ed.fabs(x)
+        big = ed.and_(ed.cmp("ogt", ax, ed.c(SINCOS_FAST_MAX)), ed.cmp("olt", ax, ed.c(math.inf)))
+        r_big, q_big = _reduce_large(ed, x, False)
+        r = ed.select(big, r_big, r)
+        q = ed.select(big, q_big, q)
     z = em.mul(r, r)
     sin_r = em.add(r, em.mul(em.mul(r, z), em.horner(z, _SIN[em.is_f32])))
     hz = em.mul(em.c(0.5), z)
     w = em.sub_exact(em.c(1.0), hz)
     tail = em.mul(em.mul(z, z), em.horner(z, _COS[em.is_f32]))
     cos_r = em.add(w, em.add(em.sub_exact(em.sub_exact(em.c(1.0), w), hz), tail))
-    q = ed.and_(j_i, ed.ci(3))
     return sin_r, cos_r, q
 
 
