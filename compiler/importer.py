@@ -359,6 +359,19 @@ class _Importer:
                 self.import_call(node)
         results: list[SSAValue] = []
         outputs = self.output_structure(output, results)
+        # An integer division raises on a zero divisor even where its quotient is
+        # never used, as eager computes it anyway: an extra (ignored) result keeps
+        # every pass from dropping it as dead code.
+        returned = set(results)
+        for op in self.block.ops:
+            if (
+                isinstance(op, aten.DivOp)
+                and op.rounding_mode is not None
+                and not inf.is_float(op.result.type.get_element_type())
+                and op.result not in returned
+            ):
+                results.append(op.result)
+                returned.add(op.result)
         self.add_op(func.ReturnOp(*results))
         ftype = FunctionType.from_lists(
             [a.type for a in self.block.args], [r.type for r in results]

@@ -56,6 +56,26 @@ def test_integer_division_by_zero_raises_eagers_error(fn):
         f(a, b)
 
 
+def dead_division(x0, x1):
+    v4 = x0.int()
+    v6 = torch.div(x1, v4, rounding_mode="floor")
+    v4.mul_(v6)  # a write to a fresh value nobody reads: the quotient is dead
+    return x1 * 2
+
+
+def test_a_dead_integer_division_by_zero_still_raises():
+    """Found by the random graphs (seed 4794): eager computes the quotient and
+    raises even though nothing reads it; passes must not drop it as dead code."""
+    f = fusec.compile(dead_division)
+    same(
+        f(torch.tensor([2]), torch.tensor([3])), dead_division(torch.tensor([2]), torch.tensor([3]))
+    )
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        dead_division(torch.tensor([0]), torch.tensor([3]))
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        f(torch.tensor([0]), torch.tensor([3]))
+
+
 def test_integer_division_min_by_minus_one_wraps_as_eager():
     a = torch.tensor([-(2**63), 7, -7])
     b = torch.tensor([-1, -2, 2])
@@ -131,7 +151,10 @@ def _compare_with(op, scalar):
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_half_arithmetic_and_clamp_round_python_scalars(dtype):
     x = torch.linspace(-1, 1, 101, dtype=dtype)
-    for fn in (lambda x: torch.clamp(x, min=0.1, max=0.7) * 1, lambda x: torch.where(x > 0, x, 0.1)):
+    for fn in (
+        lambda x: torch.clamp(x, min=0.1, max=0.7) * 1,
+        lambda x: torch.where(x > 0, x, 0.1),
+    ):
         same(fused(fn, x), fn(x))
 
 
