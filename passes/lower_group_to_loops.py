@@ -31,6 +31,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from fusec.dialects import aten
 from fusec.dialects import inference as inf
@@ -667,9 +668,7 @@ def build_loop_kernel(
         if any(_divides_integers(op) for op in body.ops):
             # Its divisors could be 0, and a reduction kernel has no flag to say so:
             # the group runs through PyTorch, which raises eager's error.
-            raise DiagnosticException(
-                "lower-group-to-loops: integer division in a reduction group"
-            )
+            raise DiagnosticException("lower-group-to-loops: integer division in a reduction group")
 
         return build_reduction_kernel(name, body, result_types, target)
     plan = _plan(body)
@@ -790,6 +789,27 @@ def build_loop_kernel(
         e.ops.append(levels[0][0])
     else:
         e.ops.extend(_cpu_loops(a[0], a[1], sizes, mems, c0, c1, emit_body))
+    return finish_kernel(
+        name, e, entry, arg_types, body, plan, rank, out_specs, target,
+        exits=tuple(exits), zero_division_flag=bool(flag_arg),
+    )  # fmt: skip
+
+
+def finish_kernel(
+    name: str,
+    e: _Emitter,
+    entry: Block,
+    arg_types: list[Attribute],
+    body: Block,
+    plan: Any,
+    rank: int,
+    out_specs: Sequence[OutputSpec],
+    target: str,
+    **extra: Any,
+) -> tuple[func.FuncOp, KernelSignature]:
+    """The kernel function holding `e`'s ops, and its signature (`extra` are the
+    kind-specific fields: exits, the zero-division flag, reduced dims); shared by
+    the pointwise and the reduction builders."""
     e.add(func.ReturnOp())
     entry.add_ops(e.ops)
     fn = func.FuncOp(name, (arg_types, []), Region(entry))
@@ -801,8 +821,7 @@ def build_loop_kernel(
         scalars=tuple(plan.scalars),
         outputs=tuple(out_specs),
         target=target,
-        exits=tuple(exits),
-        zero_division_flag=bool(flag_arg),
+        **extra,
     )
     return fn, sig
 

@@ -49,6 +49,7 @@ from fusec.passes.lower_group_to_loops import (
     compute_type,
     dtype_name,
     emit_pointwise,
+    finish_kernel,
     is_floating,
 )
 from fusec.passes.lower_reduction_gpu import WarpRows
@@ -61,9 +62,8 @@ from xdsl.dialects.builtin import (
     IntegerType,
     MemRefType,
     TensorType,
-    UnitAttr,
 )
-from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.utils.exceptions import DiagnosticException
 
 INDEX = IndexType()
@@ -430,20 +430,9 @@ def build_reduction_kernel(
         cpu_nest = CpuRows(e, a[0], a[1], sizes, kept, rdims, zero_offs, c0, c1, step)
         rows(cpu_nest, cpu_nest.body, [cpu_nest.row_offsets])
         cpu_nest.close()
-    e.add(func.ReturnOp())
-    entry.add_ops(e.ops)
-    fn = func.FuncOp(name, (arg_types, []), Region(entry))
-    fn.attributes["fusion.kernel"] = UnitAttr()
-    sig = KernelSignature(
-        rank=rank,
-        inputs=tuple(dtype_name(arg.type) for arg in body.args),
-        operands=tuple(plan.operands),
-        scalars=tuple(plan.scalars),
-        outputs=tuple(out_specs),
-        target=target,
-        reduce_dims=tuple(rdims),
+    return finish_kernel(
+        name, e, entry, arg_types, body, plan, rank, out_specs, target, reduce_dims=tuple(rdims)
     )
-    return fn, sig
 
 
 BodyFn = Callable[[_Emitter, list[SSAValue], list[SSAValue]], list[SSAValue]]
