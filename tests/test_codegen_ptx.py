@@ -14,12 +14,8 @@ a missing tool fails (`toolchains.cuda_toolchain_or_skip`).
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
 from collections.abc import Callable
-from pathlib import Path
-from types import ModuleType
 
 import pytest
 import torch
@@ -27,24 +23,11 @@ from fusec.codegen import KernelArtifact, build_gpu_kernels, build_kernel, kerne
 from fusec.dialects import inference as inf
 from fusec.dialects.fusion import GroupOp
 from fusec.ptx import assemble_ptx
-from toolchains import cuda_toolchain_or_skip
+from toolchains import cuda_toolchain_or_skip, sibling_test_module
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr, StringAttr, TensorType
 
-
-def _sibling(name: str) -> ModuleType:
-    """A test module next to this one (pytest's importlib mode keeps tests/ off sys.path)."""
-    key = f"_fusec_tests_{name}"
-    if key not in sys.modules:
-        spec = importlib.util.spec_from_file_location(key, Path(__file__).with_name(f"{name}.py"))
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[key] = module
-        spec.loader.exec_module(module)
-    return sys.modules[key]
-
-
-cpu = _sibling("test_codegen")
-ARCHS = _sibling("test_ptx").ARCHS
+cpu = sibling_test_module("test_codegen")
+ARCHS = sibling_test_module("test_ptx").ARCHS
 
 
 def _params(test: Callable[..., None], argname: str) -> list:

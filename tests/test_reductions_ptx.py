@@ -5,11 +5,7 @@ warp reduction (shuffles, no shared memory, no barrier)."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
-from pathlib import Path
-from types import ModuleType
 
 import pytest
 from fusec.codegen import build_gpu_kernels
@@ -18,27 +14,15 @@ from fusec.dialects.fusion import Fusion, GroupOp
 from fusec.passes.decompose_reductions import DecomposeReductionsPass
 from fusec.passes.fuse import FusePass
 from fusec.ptx import assemble_ptx
-from toolchains import cuda_toolchain_or_skip
+from toolchains import cuda_toolchain_or_skip, sibling_test_module
 from xdsl.context import Context
 from xdsl.dialects.arith import Arith
 from xdsl.dialects.builtin import Builtin
 from xdsl.dialects.func import Func
 from xdsl.parser import Parser
 
-
-def _sibling(name: str) -> ModuleType:
-    key = f"_fusec_tests_{name}"
-    if key not in sys.modules:
-        spec = importlib.util.spec_from_file_location(key, Path(__file__).with_name(f"{name}.py"))
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[key] = module
-        spec.loader.exec_module(module)
-    return sys.modules[key]
-
-
-ptx_checks = _sibling("test_codegen_ptx")
-ARCHS = _sibling("test_ptx").ARCHS
+ptx_checks = sibling_test_module("test_codegen_ptx")
+ARCHS = sibling_test_module("test_ptx").ARCHS
 
 SOURCE = """
 func.func @softmax(%x: tensor<4x8xf16>) -> tensor<4x8xf16> {

@@ -3,6 +3,11 @@
 
 from __future__ import annotations
 
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
 import pytest
 from fusec.cuda_toolchain import CudaToolchain, cuda_extra_installed, find_toolchain
 
@@ -28,3 +33,16 @@ def cuda_driver_bindings_or_skip() -> object:
             pytest.fail(f"the cuda extra is installed but cuda-python does not import: {e}")
         pytest.skip("no cuda-python (install fusec[cuda])")
     return driver
+
+
+def sibling_test_module(name: str) -> ModuleType:
+    """A test module in tests/ by file name, imported once (pytest's importlib
+    mode keeps tests/ off sys.path, so `import test_ptx` would not work)."""
+    key = f"_fusec_tests_{name}"
+    if key not in sys.modules:
+        spec = importlib.util.spec_from_file_location(key, Path(__file__).with_name(f"{name}.py"))
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[key] = module
+        spec.loader.exec_module(module)
+    return sys.modules[key]
