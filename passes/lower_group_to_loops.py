@@ -700,15 +700,7 @@ def build_loop_kernel(
         arg_types += [mt] + [INDEX] * lrank
     scalar_types = [body.args[i].type for i, _ in plan.scalars]
     arg_types += scalar_types
-    entry = Block(arg_types=arg_types)
-    a = list(entry.args)
-    pos = 1 if gpu else 2
-    sizes = a[pos : pos + lrank]
-    pos += lrank
-    mems: list[tuple[SSAValue, list[SSAValue]]] = []
-    for _ in mem_types:
-        mems.append((a[pos], a[pos + 1 : pos + 1 + lrank]))
-        pos += 1 + lrank
+    entry, a, sizes, mems, pos = kernel_entry(arg_types, len(mem_types), lrank, gpu)
     scalar_args = a[pos : pos + len(scalar_types)]
 
     e = _Emitter()
@@ -793,6 +785,24 @@ def build_loop_kernel(
         name, e, entry, arg_types, body, plan, rank, out_specs, target,
         exits=tuple(exits), zero_division_flag=bool(flag_arg),
     )  # fmt: skip
+
+
+def kernel_entry(
+    arg_types: list[Attribute], n_mems: int, lrank: int, gpu: bool
+) -> tuple[Block, list[SSAValue], list[SSAValue], list[tuple[SSAValue, list[SSAValue]]], int]:
+    """The kernel's entry block over the `KernelSignature` argument layout, and its
+    arguments taken apart: (block, all args, sizes, (data, strides) per memref,
+    index of the first scalar)."""
+    entry = Block(arg_types=arg_types)
+    a = list(entry.args)
+    pos = 1 if gpu else 2
+    sizes = a[pos : pos + lrank]
+    pos += lrank
+    mems: list[tuple[SSAValue, list[SSAValue]]] = []
+    for _ in range(n_mems):
+        mems.append((a[pos], a[pos + 1 : pos + 1 + lrank]))
+        pos += 1 + lrank
+    return entry, a, sizes, mems, pos
 
 
 def finish_kernel(

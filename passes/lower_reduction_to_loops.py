@@ -51,6 +51,7 @@ from fusec.passes.lower_group_to_loops import (
     emit_pointwise,
     finish_kernel,
     is_floating,
+    kernel_entry,
 )
 from fusec.passes.lower_reduction_gpu import WarpRows
 from fusec.passes.reduction_domain import Domain, is_reduction, keeps_dims
@@ -288,15 +289,7 @@ def build_reduction_kernel(
     for mt in mem_types:
         arg_types += [mt] + [INDEX] * lrank
     arg_types += [body.args[i].type for i, _ in plan.scalars]
-    entry = Block(arg_types=arg_types)
-    a = list(entry.args)
-    pos = 1 if gpu else 2
-    sizes = a[pos : pos + lrank]
-    pos += lrank
-    mems: list[tuple[SSAValue, list[SSAValue]]] = []
-    for _ in mem_types:
-        mems.append((a[pos], a[pos + 1 : pos + 1 + lrank]))
-        pos += 1 + lrank
+    entry, a, sizes, mems, pos = kernel_entry(arg_types, len(mem_types), lrank, gpu)
     scalar_of = {v: a[pos + k] for v, k in plan.scalar_of.items()}
 
     e = _Emitter()
