@@ -211,6 +211,35 @@ def value_type(v: Any) -> Attribute:
     raise _NotMapped(f"value of type {type(v).__name__}")
 
 
+def _recorded(node: torch.fx.Node | None) -> Any:
+    """What Dynamo (`example_value`) or make_fx/export/AOTAutograd (`val`)
+    recorded for `node`: FakeTensors whose sizes may be SymInts."""
+    if node is None:
+        return None
+    return node.meta.get("val", node.meta.get("example_value"))
+
+
+def _is_symbol(size: Any) -> bool:
+    """A recorded size that is a symbol, not a size Dynamo specialized."""
+    return isinstance(size, torch.SymInt) and size.node.maybe_as_int() is None
+
+
+def symbolic_type(value: Any, recorded: Any) -> Attribute:
+    """`value_type(value)` with a dynamic dim (`?`) wherever the recorded value's
+    size is a symbol: the size is a runtime value of the program, not this call's.
+
+        value: f32[4, 16], recorded: FakeTensor f32[s0, 16]  ->  tensor<?x16xf32>
+    """
+    t = value_type(value)
+    if not isinstance(t, TensorType) or not isinstance(recorded, torch.Tensor):
+        return t
+    sizes = list(recorded.shape)
+    if len(sizes) != t.get_num_dims():
+        return t
+    shape = [inf.DYNAMIC if _is_symbol(s) else d for d, s in zip(t.get_shape(), sizes, strict=True)]
+    return TensorType(t.get_element_type(), shape)
+
+
 def _is_scalar(v: Any) -> bool:
     return isinstance(v, bool | int | float)
 
@@ -253,6 +282,26 @@ class _Importer:
         self.shape_dependent = True
 
     # ------------------------------------------------------------------ values
+
+    def type_of(self, value: Any, recorded: Any) -> Attribute:
+        """The IR type of a value the graph computed: with symbolic sizes, its
+        symbolic dims are `?` (`symbolic_type`); otherwise this call's sizes."""
+        if self.symbolic:
+            return symbolic_type(value, recorded)
+        return value_type(value)
+
+    def result_types(self) -> list[Attribute]:
+        """The IR types of the current node's results (a tuple or list of tensors)."""
+        assert self.node is not None
+        value, recorded = self.real[self.node], _recorded(self.node)
+        if not isinstance(recorded, tuple | list) or len(recorded) != len(value):
+            recorded = [None] * len(value)
+        return [self.type_of(v, r) for v, r in zip(value, recorded, strict=True)]
+
+    def result_type(self) -> Attribute:
+        """The IR type of the current node's single result."""
+        assert self.node is not None
+        return self.type_of(self.real[self.node], _recorded(self.node))
 
     def add_op(self, op: Operation) -> Operation:
         self.block.add_op(op)
@@ -403,7 +452,7 @@ class _Importer:
         index = sum(1 for s in self.inputs if s[0] in ("arg", "skip"))
         if isinstance(value, torch.Tensor):
             try:
-                t = tensor_type(value)
+                t = self.type_of(value, _recorded(node))
             except _NotMapped as e:
                 raise UnsupportedGraph(f"input {node.name}: {e}") from None
         elif _is_scalar(value):
@@ -561,7 +610,7 @@ class _Importer:
         if result.name_hint is None:
             result.name_hint = _hint(node.name)
         self.add_op(aten.CopyOp(dst, result))
-        self.check_types(dst, value)
+        self.check_types(dst, value, _recorded(node))
         return dst
 
     def check_opaque_mutation(self, node: torch.fx.Node) -> None:
@@ -651,8 +700,15 @@ class _Importer:
         if multi and any(v is None for v in values):
             kept = tuple(i for i, v in enumerate(values) if v is not None)
             values = [values[i] for i in kept]
+        recorded = _recorded(node)
+        if multi and isinstance(recorded, tuple | list) and len(recorded) == len(value):
+            records = [r for r in recorded if kept is None or r is not None]
+        else:
+            records = [None if multi else recorded] * len(values)
+        if len(records) != len(values):
+            records = [None] * len(values)
         try:
-            result_types = [value_type(v) for v in values]
+            result_types = [self.type_of(v, r) for v, r in zip(values, records, strict=True)]
         except _NotMapped as e:
             raise UnsupportedGraph(f"{node.name} ({_target_name(node)}) returns {e}") from None
         operands: list[SSAValue] = []
@@ -711,24 +767,27 @@ class _Importer:
             result = handler(self, *node.args, **node.kwargs)
         else:
             result = handler(self, *node.args, **node.kwargs)
-        self.check_types(result, value)
+        self.check_types(result, value, _recorded(node))
         hint = _hint(node.name)
         for r in result if isinstance(result, tuple) else (result,):
             if isinstance(r, SSAValue) and r.name_hint is None and isinstance(r.owner, Operation):
                 r.name_hint = hint
         return result
 
-    def check_types(self, result: Any, value: Any) -> None:
+    def check_types(self, result: Any, value: Any, recorded: Any = None) -> None:
         if isinstance(result, tuple):
             if not isinstance(value, tuple | list) or len(value) != len(result):
                 raise _NotMapped("result arity differs")
-            for r, v in zip(result, value, strict=True):
-                self.check_types(r, v)
+            if not isinstance(recorded, tuple | list) or len(recorded) != len(value):
+                recorded = [None] * len(value)
+            for r, v, rec in zip(result, value, recorded, strict=True):
+                self.check_types(r, v, rec)
             return
-        if not isinstance(result, SSAValue) or result.type != value_type(value):
-            raise _NotMapped(
-                f"inferred {getattr(result, 'type', result)}, PyTorch gave {value_type(value)}"
-            )
+        # With symbolic sizes the inferred type must say `?` exactly where the
+        # recorded size is a symbol: a static size there would be this call's.
+        want = self.type_of(value, recorded)
+        if not isinstance(result, SSAValue) or result.type != want:
+            raise _NotMapped(f"inferred {getattr(result, 'type', result)}, PyTorch gave {want}")
         if isinstance(result.owner, Operation):
             result.owner.verify()
 
@@ -1124,8 +1183,7 @@ def _int_array(values: list[int]) -> Attribute:
 
 
 def _result_types(ctx: _Importer) -> list[Attribute]:
-    value = ctx.real[ctx.node]  # type: ignore[index]
-    return [value_type(v) for v in value]
+    return ctx.result_types()
 
 
 @_register(torch.cat, torch.concat)
@@ -1187,7 +1245,7 @@ def _squeeze(ctx: _Importer, x: Any, dim: Any = None) -> SSAValue:
 
 
 def _result_types_one(ctx: _Importer) -> list[Attribute]:
-    return [value_type(ctx.real[ctx.node])]  # type: ignore[index]
+    return [ctx.result_type()]
 
 
 def _permute_op(ctx: _Importer, x: Any, dims: list[int]) -> SSAValue:

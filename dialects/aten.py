@@ -163,6 +163,20 @@ def _require_tensor(op: AtenOp, t: Attribute, what: str = "input") -> TensorType
     return t
 
 
+def _static_size(t: TensorType, d: int, what: str) -> int:
+    """Size `d` of `t`, which `what` needs to know: a dynamic dim (`?`, a size
+    known only at run time) is an error, as the result's sizes would follow it."""
+    size = t.get_shape()[d]
+    if size == inf.DYNAMIC:
+        raise VerifyException(f"{what} needs a static size, but dim {d} of {t} is dynamic")
+    return size
+
+
+def _same_size(a: int, b: int) -> bool:
+    """Sizes that may be equal at run time: equal, or one of them dynamic."""
+    return a == b or inf.DYNAMIC in (a, b)
+
+
 def _require_ranked(op: AtenOp, t: Attribute) -> TensorType:
     """A tensor with at least one dim: PyTorch does not split or concatenate 0-d tensors."""
     t = _require_tensor(op, t)
@@ -561,7 +575,7 @@ class ExpandOp(ShapeUnaryOp):
                 s = old
             elif s < 0:
                 raise VerifyException(f"size {s} of dim {i} is negative")
-            elif old is not None and old != 1 and old != s:
+            elif old is not None and old not in (1, inf.DYNAMIC) and old != s:
                 raise VerifyException(f"dim {i} of size {old} cannot be expanded to {s}")
             out.append(s)
         return [TensorType(t.get_element_type(), out)]
@@ -644,10 +658,12 @@ class SqueezeOp(ShapeUnaryOp):
         t = _require_tensor(self, operand_types[0])
         shape = list(t.get_shape())
         if self.dim is None:
+            if inf.DYNAMIC in shape:
+                raise VerifyException(f"squeezing every size-1 dim of {t} needs static sizes")
             shape = [s for s in shape if s != 1]
         else:
             d = inf.normalize_dim(self.dim.value.data, len(shape))
-            if shape and shape[d] == 1:
+            if shape and _static_size(t, d, "squeeze") == 1:
                 del shape[d]
         return [TensorType(t.get_element_type(), shape)]
 
@@ -738,7 +754,7 @@ class ChunkOp(ShapeOpBase):
         if n <= 0:
             raise VerifyException(f"chunks must be positive, got {n}")
         d = inf.normalize_dim(_dim_prop(self), t.get_num_dims())
-        return _split_types(t, d, chunk_sizes(t.get_shape()[d], n))
+        return _split_types(t, d, chunk_sizes(_static_size(t, d, "chunk"), n))
 
 
 @irdl_op_definition
@@ -762,7 +778,7 @@ class SplitOp(ShapeOpBase):
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
         t = _require_ranked(self, operand_types[0])
         d = inf.normalize_dim(_dim_prop(self), t.get_num_dims())
-        total = t.get_shape()[d]
+        total = _static_size(t, d, "split")
         if (self.split_size is None) == (self.sizes is None):
             raise VerifyException("needs exactly one of split_size and sizes")
         if self.sizes is not None:
@@ -804,15 +820,24 @@ class CatOp(AtenOp):
         for t in ts[1:]:
             other = t.get_shape()
             if len(other) != rank or any(
-                a != b for i, (a, b) in enumerate(zip(shape, other, strict=True)) if i != d
+                not _same_size(a, b)
+                for i, (a, b) in enumerate(zip(shape, other, strict=True))
+                if i != d
             ):
                 raise VerifyException(
                     f"shapes {inf.format_shape(ts[0].get_shape())} and "
                     f"{inf.format_shape(other)} differ outside dim {d}"
                 )
-            shape[d] += other[d]
+            # Outside `dim` a static size is what a dynamic one must be at run time.
+            shape = [b if i != d and a == inf.DYNAMIC else a for i, (a, b) in enumerate(zip(shape, other, strict=True))]
+            shape[d] = inf.DYNAMIC if inf.DYNAMIC in (shape[d], other[d]) else shape[d] + other[d]
         dt = inf.result_dtype(ts)
         return [TensorType(dt, shape)]
+
+
+_WHOLE = 2**62
+"""An end at least this large slices to the end of any dim (ATen writes `x[a:]`
+with end = 2**63 - 1)."""
 
 
 def _slice_len(size: int, start: int, end: int, step: int) -> int:
@@ -840,7 +865,7 @@ class NarrowOp(ShapeUnaryOp):
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
         t = _require_ranked(self, operand_types[0])
         d = inf.normalize_dim(_dim_prop(self), t.get_num_dims())
-        size = t.get_shape()[d]
+        size = _static_size(t, d, "narrow")
         start, length = _dim_prop(self, "start"), _dim_prop(self, "length")
         start = start + size if start < 0 else start
         if start < 0 or length < 0 or start + length > size:
@@ -873,7 +898,10 @@ class SliceOp(ShapeUnaryOp):
         step = _dim_prop(self, "step")
         if step <= 0:
             raise VerifyException(f"step must be positive, got {step}")
-        n = _slice_len(t.get_shape()[d], _dim_prop(self, "start"), _dim_prop(self, "end"), step)
+        start, end = _dim_prop(self, "start"), _dim_prop(self, "end")
+        if t.get_shape()[d] == inf.DYNAMIC and start == 0 and end >= _WHOLE and step == 1:
+            return [t]  # the whole dim, whatever its size
+        n = _slice_len(_static_size(t, d, "slice"), start, end, step)
         return _split_types(t, d, [n])
 
 
@@ -889,7 +917,7 @@ def _matmul_shape(op: AtenOp, a: TensorType, b: TensorType) -> list[int]:
         sa = [1, *sa]
     if vb:
         sb = [*sb, 1]
-    if sa[-1] != sb[-2]:
+    if not _same_size(sa[-1], sb[-2]):
         raise VerifyException(
             f"inner dims differ: {inf.format_shape(a.get_shape())} @ "
             f"{inf.format_shape(b.get_shape())}"
@@ -1262,7 +1290,12 @@ class LayerNormOp(NormalizationOp):
             raise VerifyException(f"needs a floating-point input, got {t}")
         norm = list(self.normalized_shape.get_values())
         shape = list(t.get_shape())
-        if not norm or len(norm) > len(shape) or shape[len(shape) - len(norm) :] != norm:
+        trailing = shape[len(shape) - len(norm) :]
+        if (
+            not norm
+            or len(norm) > len(shape)
+            or not all(_same_size(a, b) for a, b in zip(trailing, norm, strict=True))
+        ):
             raise VerifyException(
                 f"normalized_shape {norm} is not the trailing shape of {inf.format_shape(shape)}"
             )
