@@ -278,6 +278,9 @@ def _gelu_backward(ctx: Any, grad: Any, x: Any, *, approximate: Any = "none") ->
 
 
 def _reshape(ctx: Any, x: Any, size: Any) -> SSAValue:
+    reshaped = ctx.symbolic_reshape(x)
+    if reshaped is not None:
+        return reshaped
     shape = list(ctx.const(size))
     if -1 in shape:
         ctx.bakes_size("a -1 size")
@@ -294,7 +297,7 @@ _entry(A.view.default, A._unsafe_view.default, A.reshape.default)(_reshape)
 @_entry(A.expand.default)
 def _expand(ctx: Any, x: Any, size: Any, *, implicit: Any = False) -> SSAValue:
     sizes = list(ctx.const(size))
-    if -1 in sizes:
+    if -1 in sizes and not ctx.symbolic:
         ctx.bakes_size("a -1 size")
         sizes = list(ctx.real[ctx.node].shape)
     return imp._expand(ctx, x, sizes)
@@ -378,13 +381,7 @@ def _pieces(ctx: Any, x: Any, sizes: list[int], dim: int) -> tuple[SSAValue, ...
 
 
 def _static_dim(ctx: Any, x: Any, dim: int) -> bool:
-    """Whether the graph records dim `dim` of `x` as a fixed size (an int in its
-    `meta['val']`), so no other size can reach this op."""
-    val = x.meta.get("val", x.meta.get("example_value")) if hasattr(x, "meta") else None
-    if not isinstance(val, torch.Tensor):
-        return False
-    shape = val.shape
-    return isinstance(shape[inf.normalize_dim(dim, len(shape))], int)
+    return imp.static_dim(x, dim)
 
 
 @_entry(A.split_with_sizes.default)

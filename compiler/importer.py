@@ -271,6 +271,24 @@ class _Importer:
         """The graph was captured with symbolic sizes (Dynamo `dynamic=True`, SymInt
         inputs): sizes are runtime values, so no op may bake one of this call's."""
 
+    def symbolic_reshape(
+        self, x: Any, op_cls: type[aten.ReshapeLikeOp] = aten.ReshapeOp
+    ) -> SSAValue | None:
+        """In a graph with symbolic sizes, a reshape (`view`, `reshape`, `flatten`)
+        whose result has at most one symbolic size: `aten.reshape` to its recorded
+        type, the `?` size inferred at run time as a `-1` would be. None when the
+        graph is static; `_NotMapped` when the result has several symbolic sizes
+        (only the sizes' runtime values could say them: it runs as `aten.opaque`)."""
+        if not self.symbolic:
+            return None
+        t = self.result_type()
+        if not isinstance(t, TensorType):
+            raise _NotMapped("expected a tensor")
+        shape = list(t.get_shape())
+        if inf.DYNAMIC in shape and (shape.count(inf.DYNAMIC) > 1 or 0 in shape):
+            raise _NotMapped("a reshape to several symbolic sizes needs their runtime values")
+        return self.add_op(op_cls(self.tensor(x), shape)).results[0]
+
     def bakes_size(self, what: str) -> None:
         """The op being imported fixes a size of these example inputs in the IR.
 
@@ -678,8 +696,14 @@ class _Importer:
             from_shape = any(self.env[a].from_shape for a in leaves)
             if isinstance(value, tuple) and any(isinstance(x, torch.Tensor) for x in value):
                 return None
-            # Arithmetic on symbolic sizes stays symbolic (never a constant).
-            return Const(value, from_shape, symbolic=any(self.env[a].symbolic for a in leaves))
+            # Arithmetic on symbolic sizes stays symbolic (never a constant),
+            # unless the graph records its result as a fixed int (`x.shape[-1]`
+            # of a dim Dynamo specialized).
+            symbolic = any(self.env[a].symbolic for a in leaves)
+            recorded = node.meta.get("example_value", node.meta.get("val"))
+            if symbolic and isinstance(recorded, int | torch.SymInt) and not _is_symbol(recorded):
+                symbolic = False
+            return Const(value, from_shape, symbolic=symbolic)
         return None
 
     def size_source(self, node: torch.fx.Node, value: Any) -> SSAValue | None:
@@ -801,8 +825,11 @@ class _Importer:
 
 
 def _holds_symbol(v: Any) -> bool:
-    """Whether a recorded value is, or holds, a SymInt (a size Dynamo kept symbolic)."""
-    if isinstance(v, torch.SymInt | torch.SymFloat | torch.SymBool):
+    """Whether a recorded value is, or holds, a SymInt (a size Dynamo kept symbolic;
+    a SymInt that is a known constant, such as a specialized dim, is not)."""
+    if isinstance(v, torch.SymInt):
+        return _is_symbol(v)
+    if isinstance(v, torch.SymFloat | torch.SymBool):
         return True
     if isinstance(v, torch.Size | tuple | list):
         return any(_holds_symbol(x) for x in v)
@@ -1165,8 +1192,10 @@ def _split(
     v, d = ctx.tensor(x), ctx.const(dim)
     props: dict[str, Attribute] = {"dim": IntegerAttr(d, inf.I64)}
     if isinstance(s, int):
-        # How many pieces there are depends on the size of `dim`.
-        ctx.bakes_size("split by a piece size")
+        # How many pieces there are depends on the size of `dim` (unless the
+        # graph records that size as fixed).
+        if not (ctx.symbolic and static_dim(x, d)):
+            ctx.bakes_size("split by a piece size")
         props["split_size"] = IntegerAttr(s, inf.I64)
         ctx.size_check(v, d, "split", (s,))
     else:
@@ -1174,6 +1203,15 @@ def _split(
         ctx.size_check(v, d, "exact")
     op = aten.SplitOp.create(operands=[v], properties=props, result_types=_result_types(ctx))
     return tuple(ctx.add_op(op).results)
+
+
+def static_dim(x: Any, dim: int) -> bool:
+    """Whether the graph records dim `dim` of `x` as a fixed size (an int in its
+    `meta['val']`), so no other size can reach this op."""
+    val = _recorded(x) if isinstance(x, torch.fx.Node) else None
+    if not isinstance(val, torch.Tensor) or val.dim() == 0:
+        return False
+    return not _is_symbol(val.shape[inf.normalize_dim(dim, val.dim())])
 
 
 def _int_array(values: list[int]) -> Attribute:
@@ -1191,8 +1229,11 @@ def _cat(ctx: _Importer, tensors: Any, dim: Any = 0) -> SSAValue:
     return ctx.add_op(aten.CatOp([ctx.tensor(t) for t in tensors], ctx.const(dim))).results[0]
 
 
-def _reshape_like(op_cls: type[Operation]) -> Handler:
+def _reshape_like(op_cls: type[aten.ReshapeLikeOp]) -> Handler:
     def handle(ctx: _Importer, x: Any, *shape: Any) -> SSAValue:
+        reshaped = ctx.symbolic_reshape(x, op_cls)
+        if reshaped is not None:
+            return reshaped
         sizes = ctx.const(shape)
         if any(isinstance(s, torch.dtype) for s in sizes):
             raise _NotMapped("view as dtype")
@@ -1211,6 +1252,9 @@ _register(torch.reshape, "reshape")(_reshape_like(aten.ReshapeOp))
 @_register(torch.flatten, "flatten")
 def _flatten(ctx: _Importer, x: Any, start_dim: Any = 0, end_dim: Any = -1) -> SSAValue:
     ctx.const((start_dim, end_dim))
+    reshaped = ctx.symbolic_reshape(x)
+    if reshaped is not None:
+        return reshaped
     # The flattened size is a product of this call's sizes.
     ctx.bakes_size("flatten")
     out = ctx.real[ctx.node]  # type: ignore[index]
@@ -1286,7 +1330,8 @@ def _t(ctx: _Importer, x: Any) -> SSAValue:
 @_register("expand")
 def _expand(ctx: _Importer, x: Any, *size: Any) -> SSAValue:
     sizes = _dims(ctx.const(size))
-    if -1 in sizes:
+    if -1 in sizes and not ctx.symbolic:
+        # With symbolic sizes a -1 keeps a `?` dim `?` (the type says so).
         ctx.bakes_size("a -1 size")
     op = aten.ExpandOp.create(
         operands=[ctx.tensor(x)],

@@ -595,6 +595,12 @@ class ReshapeLikeOp(ShapeUnaryOp, ABC):
         assert isinstance(r, TensorType)
         if r.get_element_type() != t.get_element_type():
             raise VerifyException("cannot change the element type")
+        if inf.DYNAMIC in r.get_shape() and (
+            list(r.get_shape()).count(inf.DYNAMIC) > 1 or 0 in r.get_shape()
+        ):
+            # A dynamic result size is the element count over the static sizes
+            # (a `-1`): only one can be inferred, and none beside a 0.
+            raise VerifyException(f"the dynamic dims of {r} cannot be inferred")
         if inf.DYNAMIC not in (*t.get_shape(), *r.get_shape()):
             if math.prod(t.get_shape()) != math.prod(r.get_shape()):
                 raise VerifyException(
@@ -617,8 +623,11 @@ class ViewOp(ReshapeLikeOp):
 @irdl_op_definition
 class ReshapeOp(ReshapeLikeOp):
     """Reshape, copying if the layout needs it; the result type gives the shape.
+    One dynamic dim (`?`) is allowed: its size is the element count over the
+    others' (a `-1` size), so one reshape serves every size.
 
     %r = aten.reshape %x : tensor<4x4xf32> -> tensor<2x8xf32>
+    %r = aten.reshape %x : tensor<?x4x4xf32> -> tensor<?x16xf32>
     """
 
     name = "aten.reshape"
@@ -829,7 +838,9 @@ class CatOp(AtenOp):
                     f"{inf.format_shape(other)} differ outside dim {d}"
                 )
             # Outside `dim` a static size is what a dynamic one must be at run time.
-            shape = [b if i != d and a == inf.DYNAMIC else a for i, (a, b) in enumerate(zip(shape, other, strict=True))]
+            for i, b in enumerate(other):
+                if i != d and shape[i] == inf.DYNAMIC:
+                    shape[i] = b
             shape[d] = inf.DYNAMIC if inf.DYNAMIC in (shape[d], other[d]) else shape[d] + other[d]
         dt = inf.result_dtype(ts)
         return [TensorType(dt, shape)]
