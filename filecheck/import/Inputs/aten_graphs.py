@@ -3,6 +3,7 @@
     python aten_graphs.py export-lstm        # torch.export + core ATen decompositions
     python aten_graphs.py export-dynamic     # torch.export with a symbolic batch size
     python aten_graphs.py aot-mlp-backward   # AOTAutograd's backward graph (FakeTensors)
+    python aten_graphs.py make-fx-symbolic   # make_fx with symbolic sizes (every dim a symbol)
 """
 
 from __future__ import annotations
@@ -46,6 +47,19 @@ def export_dynamic() -> str:
     return str(fusec.import_graph(ep))
 
 
+def scaled_softmax(x: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    y = torch.sigmoid(x + b) * x.size(0)
+    return torch.softmax(y.view(-1, 2, 4), -1), torch.cat([y, x], 0)
+
+
+def make_fx_symbolic() -> str:
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    x, b = torch.randn(4, 8), torch.randn(8)
+    gm = make_fx(scaled_softmax, tracing_mode="symbolic")(x, b)
+    return str(fusec.import_graph(gm, (x, b)))
+
+
 def aot_mlp_backward() -> str:
     from torch._dynamo.backends.common import aot_autograd
 
@@ -69,5 +83,6 @@ if __name__ == "__main__":
         "export-lstm": export_lstm,
         "export-dynamic": export_dynamic,
         "aot-mlp-backward": aot_mlp_backward,
+        "make-fx-symbolic": make_fx_symbolic,
     }
     print(graphs[sys.argv[1]]())
