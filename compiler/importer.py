@@ -227,6 +227,8 @@ def _is_symbol(size: Any) -> bool:
 def symbolic_type(value: Any, recorded: Any) -> Attribute:
     """`value_type(value)` with a dynamic dim (`?`) wherever the recorded value's
     size is a symbol: the size is a runtime value of the program, not this call's.
+    A size 1 stays 1: programs are selected by their inputs' size-1 dims (and
+    guarded on them), so every call this program serves has a 1 there.
 
         value: f32[4, 16], recorded: FakeTensor f32[s0, 16]  ->  tensor<?x16xf32>
     """
@@ -236,7 +238,10 @@ def symbolic_type(value: Any, recorded: Any) -> Attribute:
     sizes = list(recorded.shape)
     if len(sizes) != t.get_num_dims():
         return t
-    shape = [inf.DYNAMIC if _is_symbol(s) else d for d, s in zip(t.get_shape(), sizes, strict=True)]
+    shape = [
+        inf.DYNAMIC if d != 1 and _is_symbol(s) else d
+        for d, s in zip(t.get_shape(), sizes, strict=True)
+    ]
     return TensorType(t.get_element_type(), shape)
 
 
