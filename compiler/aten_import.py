@@ -19,7 +19,8 @@ run on fake tensors, which costs no compute):
 
 Graphs with symbolic sizes (SymInt placeholders, FakeTensors with symbolic
 dims) import at their first real call instead (`fusec.compile(gm)` does that):
-the IR holds concrete tensor types, and symbolic sizes stay runtime values.
+the IR's types hold a dynamic dim (`?`) wherever the recorded size is a symbol,
+and symbolic sizes stay runtime values.
 """
 
 from __future__ import annotations

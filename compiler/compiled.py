@@ -52,7 +52,7 @@ from fusec.importer import Const, ImportedGraph, Ret, UnsupportedGraph, import_f
 from fusec.runtime.program import HostProgram, UnsupportedProgram, build_program
 from fusec.source_lines import warn_user
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import DYNAMIC_INDEX, ModuleOp, TensorType
 from xdsl.passes import PassPipeline
 
 log = logging.getLogger("fusec")
@@ -488,7 +488,7 @@ class CompiledFunction:
             else:
                 why = _why_new(key, list(self.specializations))
                 spec = self._compile(args, key)
-                spec.why, spec.inputs = why, _describe_inputs(args)
+                spec.why, spec.inputs = why, _describe_inputs(args, spec.imported)
                 if logs.recompiles.isEnabledFor(logging.INFO):
                     logs.recompiles.info(
                         "%s: compiled specialization #%d for (%s) in %.3fs: %s",
@@ -753,15 +753,28 @@ def action_of(reused: Any) -> str:
     return "running eagerly" if reused is None else "reusing a guarded program"
 
 
-def _describe_inputs(args: Sequence[Any]) -> str:
-    """`f32[4,1] cpu, int` - what a specialization is for."""
+def _describe_inputs(args: Sequence[Any], imported: ImportedGraph | None = None) -> str:
+    """`f32[4,1] cpu, int` - what a specialization is for; a size the program
+    takes at run time (a `?` dim of a graph with symbolic sizes) is `?`:
+    `f32[?,16] cpu`."""
+    dynamic: dict[int, Sequence[int]] = {}
+    if imported is not None:
+        sources = [s for s in imported.inputs if s[0] != "skip"]
+        for (kind, where), arg in zip(sources, imported.func.args, strict=False):
+            if kind == "arg" and isinstance(arg.type, TensorType):
+                dynamic[where] = arg.type.get_shape()
     out = []
-    for a in args:
+    for i, a in enumerate(args):
         if isinstance(a, torch.Tensor):
             dt = str(a.dtype).removeprefix("torch.")
             grad = " grad" if a.requires_grad else ""
             layout = "" if a.is_contiguous() else " strided"
-            out.append(f"{dt}[{','.join(map(str, a.shape))}] {a.device}{layout}{grad}")
+            dims = dynamic.get(i, ())
+            sizes = [
+                "?" if len(dims) == a.dim() and dims[d] == DYNAMIC_INDEX else str(n)
+                for d, n in enumerate(a.shape)
+            ]
+            out.append(f"{dt}[{','.join(sizes)}] {a.device}{layout}{grad}")
         else:
             out.append(type(a).__name__)
     return ", ".join(out)

@@ -22,11 +22,15 @@ split, narrow, slices, integer indices) record which argument dims they cut
 
 ATen-level graphs (`torch.export`, AOTAutograd, `make_fx`) import the same way:
 a node whose target is a `torch.ops.aten` OpOverload finds its builder in
-`fusec.aten_table`. In a graph Dynamo captured with symbolic sizes (SymInt
-placeholders) a size is never a constant: SymInts are i64 arguments, `x.size(d)`
-is `aten.sym_size`, a whole `x.size()` is `aten.size`, and an op that would bake a
-size (`flatten`, a `-1` in `view`) runs as `aten.opaque` over those runtime values,
-so one program serves every shape. Any node that cannot be mapped runs through
+`fusec.aten_table`. In a graph captured with symbolic sizes (Dynamo's SymInt
+placeholders, `torch.export` with `dynamic_shapes`, make_fx's symbolic tracing) a
+size is never a constant: every dim the graph records as a symbol is a dynamic
+dim of its type (`tensor<?x16xf32>`, see `symbolic_type`), SymInts are i64
+arguments, `x.size(d)` is `aten.sym_size`, a whole `x.size()` is `aten.size`; a
+reshape to one symbolic size is `aten.reshape` to its `?` type (the size a `-1`
+infers), and an op that would bake a size (a reshape to two symbolic sizes, a
+split by a piece size of a symbolic dim) runs as `aten.opaque` over those runtime
+values, so one program serves every shape. Any node that cannot be mapped runs through
 PyTorch as `aten.opaque`, and the `fusec` logger says which node, op and why.
 
 In-place pointwise ops (`x.add_(y)`, `torch.relu_(x)`, `F.relu(x, inplace=True)`,

@@ -11,6 +11,13 @@ SSA values). Every verifier infers its result types with the rules in
       func.return %1 : tensor<4x3xf32>
     }
 
+A dynamic dim (`?`) is a size known only at run time (a symbolic size of the
+graph): it broadcasts like any size, a static size beside it is what it must be,
+and ops whose result sizes would follow its value (a chunk, split, narrow or
+partial slice of it, a squeeze of it) reject it:
+
+    %0 = aten.add %x, %b : tensor<?x16xf32>, tensor<16xf32> -> tensor<?x16xf32>
+
 Passes ask traits, never lists: `Pointwise` marks elementwise ops, `ShapeOp` marks
 views and layout ops, and anything else is a fusion barrier.
 """

@@ -259,3 +259,17 @@ def test_a_symbolic_size_of_one_is_a_static_one_of_its_own_program():
     x, y = torch.randn(6, 5), torch.randn(6, 5)
     assert_same(f(x, y), g(x, y))
     assert len(programs(f)) == 2
+
+
+def test_explain_shows_the_sizes_a_program_takes_at_run_time():
+    torch._dynamo.reset()
+    backend = Recorder()
+    model = MLP().eval()
+    compiled = torch.compile(model, backend=backend, dynamic=True)
+    with torch.no_grad():
+        for n in (8, 12):
+            x = torch.randn(n, 16)
+            assert_same(compiled(x), model(x))
+    text = fusec.explain(backend.compiled)
+    assert "float32[?,16] cpu" in text
+    assert "float32[8,16]" not in text
