@@ -284,10 +284,11 @@ class _Importer:
         self, x: Any, op_cls: type[aten.ReshapeLikeOp] = aten.ReshapeOp
     ) -> SSAValue | None:
         """In a graph with symbolic sizes, a reshape (`view`, `reshape`, `flatten`)
-        whose result has at most one symbolic size: `aten.reshape` to its recorded
-        type, the `?` size inferred at run time as a `-1` would be. None when the
-        graph is static; `_NotMapped` when the result has several symbolic sizes
-        (only the sizes' runtime values could say them: it runs as `aten.opaque`)."""
+        whose result has at most one symbolic size: `op_cls` (`aten.reshape` or
+        `aten.view`) to its recorded type, the `?` size inferred at run time as a
+        `-1` would be. None when the graph is static; `_NotMapped` when the result
+        has several symbolic sizes (only the sizes' runtime values could say them:
+        it runs as `aten.opaque`)."""
         if not self.symbolic:
             return None
         t = self.result_type()
