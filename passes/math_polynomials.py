@@ -538,22 +538,42 @@ def _reduce_large(ed: Emitter, xd: SSAValue, is_f32: bool) -> tuple[SSAValue, SS
     return r, ed.and_(j_i, ed.ci(3))
 
 
-def _sincos_kernels(em: Emitter, x: SSAValue) -> tuple[SSAValue, SSAValue, SSAValue]:
+SINCOS_RANGE = "fusec.sincos_range"
+"""Attribute on `math.sin`/`math.cos` set by `sincos-fast-path`: "fast" means
+the result is only used where |x| <= SINCOS_FAST_MAX (other lanes are computed
+again), so the Cody-Waite reduction alone serves; "full" (or none) takes the
+reduction that is exact for every x."""
+
+
+def _cody_waite(ed: Emitter, xd: SSAValue) -> tuple[SSAValue, SSAValue]:
+    """(r, j mod 4 as i64) with x = j*pi/2 + r, in f64, exact for |x| <=
+    SINCOS_FAST_MAX (j below 2^20, so each j*part is exact)."""
+    j_f, j_i = ed.round_to_int(ed.mul(xd, ed.c(2 / math.pi)))
+    r = xd
+    for part in _PIO2:
+        r = ed.sub_exact(r, ed.mul_exact(j_f, ed.c(part)))
+    r = ed.clamp(r, -_PIO4_MAX, _PIO4_MAX)
+    return r, ed.and_(j_i, ed.ci(3))
+
+
+def _sincos_kernels(
+    em: Emitter, x: SSAValue, fast: bool = False
+) -> tuple[SSAValue, SSAValue, SSAValue]:
     """(sin r, cos r, quadrant j mod 4 as i64) with x = j*pi/2 + r; the
-    reduction runs in f64 for both widths."""
+    reduction runs in f64 for both widths. `fast`: Cody-Waite only (see
+    `SINCOS_RANGE`)."""
     ed = em.other(f64)
-    if em.is_f32:
+    if fast:
+        r, q = _cody_waite(ed, x if not em.is_f32 else ed.ext(x, f64))
+        if em.is_f32:
+            r = ed.trunc(r, f32)
+    elif em.is_f32:
         # the f32 chunk reduction is exact for every magnitude and costs less
         # than Cody-Waite plus a select, so all lanes take it
         r, q = _reduce_large(ed, ed.ext(x, f64), True)
         r = ed.trunc(r, f32)
     else:
-        j_f, j_i = ed.round_to_int(ed.mul(x, ed.c(2 / math.pi)))
-        r = x
-        for part in _PIO2:
-            r = ed.sub_exact(r, ed.mul_exact(j_f, ed.c(part)))
-        r = ed.clamp(r, -_PIO4_MAX, _PIO4_MAX)
-        q = ed.and_(j_i, ed.ci(3))
+        r, q = _cody_waite(ed, x)
         ax = ed.fabs(x)
         big = ed.and_(ed.cmp("ogt", ax, ed.c(SINCOS_FAST_MAX)), ed.cmp("olt", ax, ed.c(math.inf)))
         r_big, q_big = _reduce_large(ed, x, False)
@@ -577,13 +597,13 @@ def _quadrant(em: Emitter, s: SSAValue, c: SSAValue, q: SSAValue) -> SSAValue:
     return em.select(neg, em.neg(v), v)
 
 
-def sin(em: Emitter, x: SSAValue) -> SSAValue:
-    s, c, q = _sincos_kernels(em, x)
+def sin(em: Emitter, x: SSAValue, fast: bool = False) -> SSAValue:
+    s, c, q = _sincos_kernels(em, x, fast)
     return _quadrant(em, s, c, q)
 
 
-def cos(em: Emitter, x: SSAValue) -> SSAValue:
-    s, c, q = _sincos_kernels(em, x)
+def cos(em: Emitter, x: SSAValue, fast: bool = False) -> SSAValue:
+    s, c, q = _sincos_kernels(em, x, fast)
     ed = em.other(f64)
     return _quadrant(em, s, c, ed.and_(ed.iadd(q, ed.ci(1)), ed.ci(3)))
 

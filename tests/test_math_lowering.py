@@ -277,3 +277,29 @@ def test_f32_erf_dense_sweep() -> None:
     zeros = got[x == 0]
     assert torch.equal(zeros, x[x == 0])
     assert torch.equal(torch.signbit(zeros), torch.signbit(x[x == 0]))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("layout", ["contiguous", "rows"])
+def test_sincos_fast_path_reruns_large_arguments(dtype: torch.dtype, layout: str) -> None:
+    """`sincos-fast-path` through the whole compiler: arguments up to the edge of
+    the Cody-Waite range take the fast loop; a loop range holding one large, inf
+    or NaN argument is computed again with the exact reduction, so every element
+    matches eager, those beside the large ones too. With "rows" (a view of every
+    other column) each row is a loop range of its own."""
+    g = torch.Generator().manual_seed(5)
+    x = (torch.rand(48, 602, generator=g, dtype=torch.float64) * 2 - 1) * SINCOS_FAST_MAX
+    x[:8] = torch.randn(8, 602, generator=g, dtype=torch.float64) * 10
+    x[41, 10] = SINCOS_FAST_MAX
+    x[42, 10] = -SINCOS_FAST_MAX
+    for row, col, v in [(3, 34, 1e12), (10, 0, -3e7), (20, 600, math.inf), (31, 300, math.nan)]:
+        x[row, col] = v
+    x[40, 10] = SINCOS_FAST_MAX * 1.001
+    x = x.to(dtype)
+    if layout == "rows":
+        x = x[:, ::2]
+    f = fusec.compile(lambda t: torch.sin(t) * 2 + torch.cos(t))
+    got = f(x)
+    assert f.launches_per_call == 1
+    want = torch.sin(x) * 2 + torch.cos(x)
+    assert_matches(got, want, f"sin/cos fast path {dtype} {layout}")
