@@ -81,7 +81,7 @@ class SplitSinCosLoop(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, loop: scf.ForOp, rewriter: PatternRewriter, /):
         block = loop.body.block
-        if loop.res or any(isinstance(op, scf.ForOp) for op in block.ops):
+        if loop.res or any(isinstance(op, scf.ForOp) for op in block.walk()):
             return
         trig = _unmarked_trig(block)
         if not trig:
