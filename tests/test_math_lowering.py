@@ -303,3 +303,21 @@ def test_sincos_fast_path_reruns_large_arguments(dtype: torch.dtype, layout: str
     assert f.launches_per_call == 1
     want = torch.sin(x) * 2 + torch.cos(x)
     assert_matches(got, want, f"sin/cos fast path {dtype} {layout}")
+
+
+def test_sincos_fast_path_in_reduction_kernels() -> None:
+    """In a reduction group the stage loops carry accumulators (exact reduction
+    kept) and the epilogue loop that writes the full outputs takes the fast
+    path: large arguments in both still match eager."""
+    g = torch.Generator().manual_seed(9)
+    x = torch.randn(16, 300, generator=g) * 10
+    x[2, 7], x[5, 299], x[9, 0] = 1e9, -3e7, 2e6
+    f = fusec.compile(
+        lambda t: (
+            torch.sin(t) * torch.softmax(torch.cos(t), -1) + torch.sin(t).sum(-1, keepdim=True)
+        )
+    )
+    got = f(x)
+    assert f.launches_per_call == 1
+    want = torch.sin(x) * torch.softmax(torch.cos(x), -1) + torch.sin(x).sum(-1, keepdim=True)
+    assert_matches(got, want, "sin/cos in a reduction kernel")
