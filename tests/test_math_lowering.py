@@ -324,7 +324,7 @@ def test_sincos_fast_path_in_reduction_kernels() -> None:
 
 
 def test_f64_erf_dense_sweep() -> None:
-    """f64 erf (Taylor series below 1, erfc from a Chebyshev fit evaluated as
+    """f64 erf (a polynomial fit below 1, erfc from a Chebyshev fit evaluated as
     its monomial polynomial above) on a dense grid across both branches and the
     cut to +-1: within 1e-15 relative of torch.erf."""
     x = torch.linspace(-7, 7, 400_001, dtype=torch.float64)
