@@ -102,3 +102,22 @@ func.func @cos_full_f64(%x: f64) -> f64 {
   %y = math.cos %x {fusec.sincos_range = "full"} : f64
   func.return %y : f64
 }
+
+// -----
+
+// f32 erf stays in f32: x * P(x^2) / Q(x^2), clamped to [-1, 1], +-1 past 3.92.
+// CHECK-LABEL: func.func @erf_f32
+// CHECK-SAME:    (%[[X:.*]]: f32)
+// CHECK-NOT:     llvm.fpext
+// CHECK:         %[[Z:.*]] = llvm.fmul %[[X]], %[[X]] {fastmathFlags = #llvm.fastmath<contract>} : f32
+// CHECK:         %[[R:.*]] = llvm.fdiv %{{.*}}, %{{.*}} : f32
+// CHECK:         %[[CUT:.*]] = llvm.mlir.constant(3.920000e+00 : f32) : f32
+// CHECK:         %[[BIG:.*]] = llvm.fcmp "ogt" %{{.*}}, %[[CUT]] : f32
+// CHECK:         llvm.select %[[BIG]], %{{.*}}, %{{.*}} : i1, f32
+// CHECK-NOT:     llvm.fpext
+// CHECK-NOT:     llvm.call
+// CHECK:         func.return %{{.*}} : f32
+func.func @erf_f32(%x: f32) -> f32 {
+  %y = math.erf %x : f32
+  func.return %y : f32
+}
