@@ -564,10 +564,19 @@ def _sincos_kernels(
     reduction runs in f64 for both widths. `fast`: Cody-Waite only (see
     `SINCOS_RANGE`)."""
     ed = em.other(f64)
-    if fast:
-        r, q = _cody_waite(ed, x if not em.is_f32 else ed.ext(x, f64))
-        if em.is_f32:
-            r = ed.trunc(r, f32)
+    if fast and em.is_f32:
+        # the f64 reduction without its clamp (lanes it would clamp are large,
+        # and recomputed); the quadrant in i32, as wide as the f32 lanes
+        xd = ed.ext(x, f64)
+        j_f, _ = ed.round_to_int(ed.mul(xd, ed.c(2 / math.pi)))
+        r = xd
+        for part in _PIO2:
+            r = ed.sub_exact(r, ed.mul_exact(j_f, ed.c(part)))
+        r = ed.trunc(r, f32)
+        _, j_i = em.round_to_int(ed.trunc(j_f, f32))  # exact: |j| < 2^20
+        q = em.and_(j_i, em.ci(3))
+    elif fast:
+        r, q = _cody_waite(ed, x)
     elif em.is_f32:
         # the f32 chunk reduction is exact for every magnitude and costs less
         # than Cody-Waite plus a select, so all lanes take it
@@ -589,9 +598,14 @@ def _sincos_kernels(
     return sin_r, cos_r, q
 
 
+def _int_emitter(em: Emitter, q: SSAValue) -> Emitter:
+    """An emitter whose integer type is that of the quadrant `q` (i32 or i64)."""
+    return em if q.type == em.itype else em.other(f64)
+
+
 def _quadrant(em: Emitter, s: SSAValue, c: SSAValue, q: SSAValue) -> SSAValue:
     """q=0: s, 1: c, 2: -s, 3: -c."""
-    ed = em.other(f64)
+    ed = _int_emitter(em, q)
     swap = ed.icmp("ne", ed.and_(q, ed.ci(1)), ed.ci(0))
     v = em.select(swap, c, s)
     neg = ed.icmp("ne", ed.and_(q, ed.ci(2)), ed.ci(0))
@@ -605,7 +619,7 @@ def sin(em: Emitter, x: SSAValue, fast: bool = False) -> SSAValue:
 
 def cos(em: Emitter, x: SSAValue, fast: bool = False) -> SSAValue:
     s, c, q = _sincos_kernels(em, x, fast)
-    ed = em.other(f64)
+    ed = _int_emitter(em, q)
     return _quadrant(em, s, c, ed.and_(ed.iadd(q, ed.ci(1)), ed.ci(3)))
 
 
