@@ -66,9 +66,11 @@ def _math_pass(target: str) -> str:
 
 
 def llvm_pipeline(target: str = "cpu") -> str:
-    """The `-p` pipeline from the loop level to the llvm dialect."""
+    """The `-p` pipeline from the loop level to the llvm dialect (on the CPU,
+    loops over sin/cos first get their fast path: `sincos-fast-path`)."""
     return ",".join(
-        [
+        ([] if target != "cpu" else ["sincos-fast-path"])
+        + [
             "convert-scf-to-cf",
             "convert-arith-to-llvm",
             _math_pass(target),

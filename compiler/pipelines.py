@@ -38,8 +38,9 @@ _TO_LLVM = (
     "convert-memref-to-llvm,convert-cf-to-llvm,convert-func-to-llvm,reconcile-unrealized-casts"
 )
 EMIT_PIPELINES["loops"] = (_LOOPS, "mlir")
-EMIT_PIPELINES["llvm"] = (f"{_LOOPS},{_TO_LLVM}", "mlir")
-EMIT_PIPELINES["llvmir"] = (f"{_LOOPS},{_TO_LLVM}", "llvmir")
+_CPU_LOOPS = f"{_LOOPS},sincos-fast-path"
+EMIT_PIPELINES["llvm"] = (f"{_CPU_LOOPS},{_TO_LLVM}", "mlir")
+EMIT_PIPELINES["llvmir"] = (f"{_CPU_LOOPS},{_TO_LLVM}", "llvmir")
 _TO_NVVM = _TO_LLVM.replace("{target=cpu}", "{target=nvptx}")
 EMIT_PIPELINES["ptx"] = (_LOOPS.replace("loops", "loops{target=nvptx}") + "," + _TO_NVVM, "ptx")
 """PTX for sm_80; `-t 'ptx{arch=sm_90}'` picks another architecture."""

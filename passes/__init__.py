@@ -26,6 +26,7 @@ _PASSES: tuple[tuple[str, str, str], ...] = (
     ("print-canonical-keys", "canonical_key", "PrintCanonicalKeysPass"),
     ("outline-groups", "outline_groups", "OutlineGroupsPass"),
     ("lower-group-to-loops", "lower_group_to_loops", "LowerGroupToLoopsPass"),
+    ("sincos-fast-path", "sincos_fast_path", "SinCosFastPathPass"),
     ("convert-arith-to-llvm", "convert_arith_to_llvm", "ConvertArithToLLVMPass"),
     ("convert-math-to-llvm", "convert_math_to_llvm", "ConvertMathToLLVMPass"),
     ("convert-memref-to-llvm", "convert_memref_to_llvm", "ConvertMemrefToLLVMPass"),

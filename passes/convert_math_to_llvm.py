@@ -9,7 +9,9 @@ targets. The transcendental ones differ:
 
 - `cpu`: expanded inline into llvm-dialect float arithmetic (range reduction +
   polynomial, see `fusec.passes.math_polynomials`), so a loop over them
-  vectorizes: no libm call is left.
+  vectorizes: no libm call is left. A sin/cos marked
+  `{fusec.sincos_range = "fast"}` (by `sincos-fast-path`) gets the short
+  Cody-Waite reduction only.
 - `nvptx`: calls to libdevice (`__nv_expf`, `__nv_tanh`, ...), declared here as
   external `llvm.func`s; `fusec.ptx.emit_ptx` links libdevice in.
 
@@ -24,7 +26,7 @@ from dataclasses import dataclass
 from fusec.passes import math_polynomials as poly
 from xdsl.context import Context
 from xdsl.dialects import llvm, math
-from xdsl.dialects.builtin import AnyFloat, Float32Type, FloatAttr, ModuleOp
+from xdsl.dialects.builtin import AnyFloat, Float32Type, FloatAttr, ModuleOp, StringAttr
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
@@ -110,13 +112,18 @@ class ExpandMathToPolynomial(RewritePattern):
             return
         em = poly.Emitter(ftype)
         if op.name in ("math.sin", "math.cos"):
-            # the large-argument reduction loads 2/pi chunks from a module global
-            module = op.get_toplevel_object()
-            if not isinstance(module, ModuleOp):
-                return
-            if SymbolTable.lookup_symbol(module, poly.TWO_OVER_PI_TABLE) is None:
-                rewriter.insert(poly.two_over_pi_global(), InsertPoint.at_end(module.body.block))
-        if (unary := poly.UNARY.get(op.name)) is not None:
+            fast = op.attributes.get(poly.SINCOS_RANGE) == StringAttr("fast")
+            if not fast:
+                # the large-argument reduction loads 2/pi chunks from a module global
+                module = op.get_toplevel_object()
+                if not isinstance(module, ModuleOp):
+                    return
+                if SymbolTable.lookup_symbol(module, poly.TWO_OVER_PI_TABLE) is None:
+                    table = poly.two_over_pi_global()
+                    rewriter.insert(table, InsertPoint.at_end(module.body.block))
+            trig = poly.sin if op.name == "math.sin" else poly.cos
+            result = trig(em, op.operands[0], fast)
+        elif (unary := poly.UNARY.get(op.name)) is not None:
             result = unary(em, op.operands[0])
         elif (binary := poly.BINARY.get(op.name)) is not None:
             result = binary(em, op.operands[0], op.operands[1])

@@ -8,7 +8,7 @@ argument, reconstruction, then `select`s for the IEEE special cases (NaN
 propagates, overflow to inf, underflow to 0, log(0) = -inf, ...).
 
 f32 accuracy is a few ulp; f64 uses longer polynomials. The few functions whose
-f32 reduction needs more than 24 bits (sin/cos reduction, erf, powf) compute in
+f32 reduction needs more than 24 bits (the sin/cos reduction, powf) compute in
 f64 internally, which still vectorizes.
 
     %y = math.exp %x : f32
@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 import struct
 from collections.abc import Callable, Sequence
+from fractions import Fraction
 
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import (
@@ -538,22 +539,51 @@ def _reduce_large(ed: Emitter, xd: SSAValue, is_f32: bool) -> tuple[SSAValue, SS
     return r, ed.and_(j_i, ed.ci(3))
 
 
-def _sincos_kernels(em: Emitter, x: SSAValue) -> tuple[SSAValue, SSAValue, SSAValue]:
+SINCOS_RANGE = "fusec.sincos_range"
+"""Attribute on `math.sin`/`math.cos` set by `sincos-fast-path`: "fast" means
+the result is only used where |x| <= SINCOS_FAST_MAX (other lanes are computed
+again), so the Cody-Waite reduction alone serves; "full" (or none) takes the
+reduction that is exact for every x."""
+
+
+def _cody_waite(ed: Emitter, xd: SSAValue) -> tuple[SSAValue, SSAValue]:
+    """(r, j mod 4 as i64) with x = j*pi/2 + r, in f64, exact for |x| <=
+    SINCOS_FAST_MAX (j below 2^20, so each j*part is exact)."""
+    j_f, j_i = ed.round_to_int(ed.mul(xd, ed.c(2 / math.pi)))
+    r = xd
+    for part in _PIO2:
+        r = ed.sub_exact(r, ed.mul_exact(j_f, ed.c(part)))
+    r = ed.clamp(r, -_PIO4_MAX, _PIO4_MAX)
+    return r, ed.and_(j_i, ed.ci(3))
+
+
+def _sincos_kernels(
+    em: Emitter, x: SSAValue, fast: bool = False
+) -> tuple[SSAValue, SSAValue, SSAValue]:
     """(sin r, cos r, quadrant j mod 4 as i64) with x = j*pi/2 + r; the
-    reduction runs in f64 for both widths."""
+    reduction runs in f64 for both widths. `fast`: Cody-Waite only (see
+    `SINCOS_RANGE`)."""
     ed = em.other(f64)
-    if em.is_f32:
+    if fast and em.is_f32:
+        # the f64 reduction without its clamp (lanes it would clamp are large,
+        # and recomputed); the quadrant in i32, as wide as the f32 lanes
+        xd = ed.ext(x, f64)
+        j_f, _ = ed.round_to_int(ed.mul(xd, ed.c(2 / math.pi)))
+        r = xd
+        for part in _PIO2:
+            r = ed.sub_exact(r, ed.mul_exact(j_f, ed.c(part)))
+        r = ed.trunc(r, f32)
+        _, j_i = em.round_to_int(ed.trunc(j_f, f32))  # exact: |j| < 2^20
+        q = em.and_(j_i, em.ci(3))
+    elif fast:
+        r, q = _cody_waite(ed, x)
+    elif em.is_f32:
         # the f32 chunk reduction is exact for every magnitude and costs less
         # than Cody-Waite plus a select, so all lanes take it
         r, q = _reduce_large(ed, ed.ext(x, f64), True)
         r = ed.trunc(r, f32)
     else:
-        j_f, j_i = ed.round_to_int(ed.mul(x, ed.c(2 / math.pi)))
-        r = x
-        for part in _PIO2:
-            r = ed.sub_exact(r, ed.mul_exact(j_f, ed.c(part)))
-        r = ed.clamp(r, -_PIO4_MAX, _PIO4_MAX)
-        q = ed.and_(j_i, ed.ci(3))
+        r, q = _cody_waite(ed, x)
         ax = ed.fabs(x)
         big = ed.and_(ed.cmp("ogt", ax, ed.c(SINCOS_FAST_MAX)), ed.cmp("olt", ax, ed.c(math.inf)))
         r_big, q_big = _reduce_large(ed, x, False)
@@ -568,33 +598,53 @@ def _sincos_kernels(em: Emitter, x: SSAValue) -> tuple[SSAValue, SSAValue, SSAVa
     return sin_r, cos_r, q
 
 
+def _int_emitter(em: Emitter, q: SSAValue) -> Emitter:
+    """An emitter whose integer type is that of the quadrant `q` (i32 or i64)."""
+    return em if q.type == em.itype else em.other(f64)
+
+
 def _quadrant(em: Emitter, s: SSAValue, c: SSAValue, q: SSAValue) -> SSAValue:
     """q=0: s, 1: c, 2: -s, 3: -c."""
-    ed = em.other(f64)
+    ed = _int_emitter(em, q)
     swap = ed.icmp("ne", ed.and_(q, ed.ci(1)), ed.ci(0))
     v = em.select(swap, c, s)
     neg = ed.icmp("ne", ed.and_(q, ed.ci(2)), ed.ci(0))
     return em.select(neg, em.neg(v), v)
 
 
-def sin(em: Emitter, x: SSAValue) -> SSAValue:
-    s, c, q = _sincos_kernels(em, x)
+def sin(em: Emitter, x: SSAValue, fast: bool = False) -> SSAValue:
+    s, c, q = _sincos_kernels(em, x, fast)
     return _quadrant(em, s, c, q)
 
 
-def cos(em: Emitter, x: SSAValue) -> SSAValue:
-    s, c, q = _sincos_kernels(em, x)
-    ed = em.other(f64)
+def cos(em: Emitter, x: SSAValue, fast: bool = False) -> SSAValue:
+    s, c, q = _sincos_kernels(em, x, fast)
+    ed = _int_emitter(em, q)
     return _quadrant(em, s, c, ed.and_(ed.iadd(q, ed.ci(1)), ed.ci(3)))
 
 
 # --------------------------------------------------------------------------- erf
 
-# erf(x) = x * P(x^2) on |x| < 1: Taylor series, truncation < 2^-58.
-_ERF_TAYLOR = [
-    2 / math.sqrt(math.pi) * (-1) ** n / (math.factorial(n) * (2 * n + 1)) for n in range(18)
-]
-# erfc(x) * exp(x^2) on [1, 6] as a Chebyshev series in u = 2.4/x - 1.4
+# erf(x) = x * P(x^2) on |x| < 1: P is the near-minimax fit of erf(sqrt z)/sqrt z
+# on z in [0, 1], mpmath.chebyfit(..., 13): error 1.3e-19 (the Taylor series
+# needs 18 terms for the same).
+_ERF_SMALL = (
+    1.1283791670955126,
+    -0.3761263890318375,
+    0.11283791670954879,
+    -0.026866170645076792,
+    0.0052239776248180145,
+    -0.000854832698083379,
+    0.0001205533111164271,
+    -1.4925595266831182e-05,
+    1.6461000484121368e-06,
+    -1.6350312701054695e-07,
+    1.4659775274047436e-08,
+    -1.1372848856791674e-09,
+    5.957176147748911e-11,
+)
+# erfc(x) * exp(x^2) on [1, 6] as a Chebyshev series in u = 2.4/x - 1.4, evaluated
+# as the monomial polynomial it equals (`_chebyshev_to_monomial`)
 # (least-squares fit on Chebyshev nodes against mpmath; relative error 7e-15).
 _ERFC_CHEB = (
     0.2747746858979528,
@@ -623,31 +673,73 @@ _ERFC_CHEB = (
 )
 
 
-def _clenshaw(em: Emitter, u: SSAValue, coeffs: Sequence[float]) -> SSAValue:
-    """sum c_k T_k(u), evaluated stably with Clenshaw's recurrence."""
-    u2 = em.add_exact(u, u)
-    b1, b2 = em.c(0.0), em.c(0.0)
-    for coeff in reversed(coeffs[1:]):
-        b1, b2 = em.add(em.sub(em.mul(u2, b1), b2), em.c(coeff)), b1
-    return em.add(em.sub(em.mul(u, b1), b2), em.c(coeffs[0]))
+def _chebyshev_to_monomial(coeffs: Sequence[float]) -> list[float]:
+    """sum c_k T_k(u) as sum a_i u^i, converted exactly (rationals) and rounded
+    once. On |u| <= 1 these a_i sum to 0.49 in magnitude, so Horner on them is
+    as accurate as Clenshaw's recurrence at half its operations."""
+    polys = [[Fraction(1)], [Fraction(0), Fraction(1)]]  # T_0, T_1
+    while len(polys) < len(coeffs):
+        nxt = [Fraction(0)] + [2 * v for v in polys[-1]]  # T_k = 2u T_(k-1) - T_(k-2)
+        for i, v in enumerate(polys[-2]):
+            nxt[i] -= v
+        polys.append(nxt)
+    mono = [Fraction(0)] * len(coeffs)
+    for c, poly in zip(coeffs, polys, strict=False):
+        for i, v in enumerate(poly):
+            mono[i] += Fraction(c) * v
+    return [float(v) for v in mono]
+
+
+_ERFC_MONO = _chebyshev_to_monomial(_ERFC_CHEB)
 
 
 def _erf_f64(ed: Emitter, x: SSAValue) -> SSAValue:
     a = ed.fabs(x)
-    small = ed.mul(x, ed.horner(ed.mul(x, x), _ERF_TAYLOR))
+    small = ed.mul(x, ed.horner(ed.mul(x, x), _ERF_SMALL))
     u = ed.sub(ed.div(ed.c(2.4), a), ed.c(1.4))
-    g = _clenshaw(ed, u, _ERFC_CHEB)
+    g = ed.horner(u, _ERFC_MONO)
     erfc = ed.mul(exp(ed, ed.neg(ed.mul(a, a))), g)
     big = ed.copysign(ed.sub(ed.c(1.0), erfc), x)
     big = ed.select(ed.cmp("ogt", a, ed.c(6.0)), ed.copysign(ed.c(1.0), x), big)
     return ed.select(ed.cmp("olt", a, ed.c(1.0)), small, big)
 
 
+# f32: erf(x) = x * P(x^2) / Q(x^2) on |x| <= 3.92, one rational for the whole
+# range, so a lane costs a dozen FMAs and a division in f32 (no exp, no f64).
+# Fitted here (relative minimax by reweighted least squares, coefficients
+# rounded to f32 one at a time and the rest refitted): 5e-8 relative, and
+# evaluated in f32 at most 6 ulp from erf with FMA, 8 without (the sum of the
+# roundings near erf = 1). Beyond 3.92 erfc < 2^-25, so erf rounds to +-1.
+_ERF_F32_P = (
+    1.1283791065216064,
+    0.1906149685382843,
+    0.051595449447631836,
+    0.0036120139993727207,
+    0.00023012315796222538,
+)
+_ERF_F32_Q = (
+    1.0,
+    0.5022603869438171,
+    0.11315034329891205,
+    0.014491337351500988,
+    0.0010591500904411077,
+    2.3017699277261272e-05,
+    -1.1063915650311174e-07,
+)
+_ERF_F32_ONE = 3.92
+
+
+def _erf_f32(em: Emitter, x: SSAValue) -> SSAValue:
+    z = em.mul(x, x)
+    r = em.div(em.mul(x, em.horner(z, _ERF_F32_P)), em.horner(z, _ERF_F32_Q))
+    # rounding can reach 1 + ulp just below the cut; NaN passes both clamps
+    r = em.clamp(r, -1.0, 1.0)
+    big = em.cmp("ogt", em.fabs(x), em.c(_ERF_F32_ONE))
+    return em.select(big, em.copysign(em.c(1.0), x), r)
+
+
 def erf(em: Emitter, x: SSAValue) -> SSAValue:
-    if not em.is_f32:
-        return _erf_f64(em, x)
-    ed = em.other(f64)
-    return ed.trunc(_erf_f64(ed, ed.ext(x, f64)), f32)
+    return _erf_f32(em, x) if em.is_f32 else _erf_f64(em, x)
 
 
 # -------------------------------------------------------------------------- powf

@@ -238,3 +238,97 @@ def test_sincos_huge_arguments_match_eager(op: str, dtype: torch.dtype) -> None:
     fn = getattr(torch, op)
     got = fusec.compile(lambda t: fn(t) * 2)(x)
     torch.testing.assert_close(got, fn(x) * 2, equal_nan=True)
+
+
+def _ulp_error(got: torch.Tensor, exact: torch.Tensor) -> torch.Tensor:
+    """|got - exact| in units of the f32 spacing at |exact| (rounded to f32)."""
+    r = exact.abs().to(torch.float32)
+    ulp = (torch.nextafter(r, torch.tensor(math.inf)) - r).to(torch.float64)
+    return (got.to(torch.float64) - exact).abs() / ulp
+
+
+def test_f32_erf_dense_sweep() -> None:
+    """The f32 erf (one rational, evaluated in f32) over a dense sweep of f32 bit
+    patterns from the smallest subnormal to 4.5 (past the cut to +-1), both
+    signs, plus large magnitudes and specials: within eager's default f32
+    tolerances, NaN where eager's is, and at most 8 ulp from erf in f64."""
+    bits = torch.arange(1, 0x40900000, 509, dtype=torch.int64).to(torch.int32)
+    x = bits.view(torch.float32)
+    big = torch.tensor([3.9, 3.9192, 3.92, 3.9201, 5.0, 10.0, 1e10, 3e38], dtype=torch.float32)
+    sp = torch.tensor(
+        [0.0, math.inf, math.nan, 1.4e-45, 1e-40, 1.17549435e-38], dtype=torch.float32
+    )
+    x = torch.cat([x, big, sp])
+    x = torch.cat([x, -x])
+    got = run("erf", x)
+    want = torch.erf(x)
+    assert_matches(got, want, "math.erf f32 sweep")
+    exact = torch.erf(x.to(torch.float64))
+    finite = ~torch.isnan(x)
+    err = _ulp_error(got[finite], exact[finite])
+    worst = int(err.argmax())
+    assert err.max() <= 8, f"erf({x[finite][worst].item()!r}): {err.max().item():.2f} ulp"
+    # erf is odd, bounded by 1 and exact at the ends
+    half = len(got) // 2
+    assert torch.equal(got[:half][finite[:half]], -got[half:][finite[half:]])
+    assert got[finite].abs().max() <= 1
+    beyond = x.abs() > 3.92
+    assert torch.equal(got[beyond], torch.sign(x[beyond]))
+    zeros = got[x == 0]
+    assert torch.equal(zeros, x[x == 0])
+    assert torch.equal(torch.signbit(zeros), torch.signbit(x[x == 0]))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("layout", ["contiguous", "rows"])
+def test_sincos_fast_path_reruns_large_arguments(dtype: torch.dtype, layout: str) -> None:
+    """`sincos-fast-path` through the whole compiler: arguments up to the edge of
+    the Cody-Waite range take the fast loop; a loop range holding one large, inf
+    or NaN argument is computed again with the exact reduction, so every element
+    matches eager, those beside the large ones too. With "rows" (a view of every
+    other column) each row is a loop range of its own."""
+    g = torch.Generator().manual_seed(5)
+    x = (torch.rand(48, 602, generator=g, dtype=torch.float64) * 2 - 1) * SINCOS_FAST_MAX
+    x[:8] = torch.randn(8, 602, generator=g, dtype=torch.float64) * 10
+    x[41, 10] = SINCOS_FAST_MAX
+    x[42, 10] = -SINCOS_FAST_MAX
+    for row, col, v in [(3, 34, 1e12), (10, 0, -3e7), (20, 600, math.inf), (31, 300, math.nan)]:
+        x[row, col] = v
+    x[40, 10] = SINCOS_FAST_MAX * 1.001
+    x = x.to(dtype)
+    if layout == "rows":
+        x = x[:, ::2]
+    f = fusec.compile(lambda t: torch.sin(t) * 2 + torch.cos(t))
+    got = f(x)
+    assert f.launches_per_call == 1
+    want = torch.sin(x) * 2 + torch.cos(x)
+    assert_matches(got, want, f"sin/cos fast path {dtype} {layout}")
+
+
+def test_sincos_fast_path_in_reduction_kernels() -> None:
+    """In a reduction group the stage loops carry accumulators (exact reduction
+    kept) and the epilogue loop that writes the full outputs takes the fast
+    path: large arguments in both still match eager."""
+    g = torch.Generator().manual_seed(9)
+    x = torch.randn(16, 300, generator=g) * 10
+    x[2, 7], x[5, 299], x[9, 0] = 1e9, -3e7, 2e6
+    f = fusec.compile(
+        lambda t: (
+            torch.sin(t) * torch.softmax(torch.cos(t), -1) + torch.sin(t).sum(-1, keepdim=True)
+        )
+    )
+    got = f(x)
+    assert f.launches_per_call == 1
+    want = torch.sin(x) * torch.softmax(torch.cos(x), -1) + torch.sin(x).sum(-1, keepdim=True)
+    assert_matches(got, want, "sin/cos in a reduction kernel")
+
+
+def test_f64_erf_dense_sweep() -> None:
+    """f64 erf (a polynomial fit below 1, erfc from a Chebyshev fit evaluated as
+    its monomial polynomial above) on a dense grid across both branches and the
+    cut to +-1: within 1e-15 relative of torch.erf."""
+    x = torch.linspace(-7, 7, 400_001, dtype=torch.float64)
+    x = torch.cat([x, torch.tensor([0.0, -0.0, 1e-300, 5e-324, 1.0, 6.0, 1e300])])
+    got, want = run("erf", x), torch.erf(x)
+    rel = (got - want).abs() / want.abs().clamp_min(1e-300)
+    assert rel.max() <= 1e-15, f"erf({x[rel.argmax()].item()!r}): rel {rel.max().item():.3g}"

@@ -70,3 +70,54 @@ func.func @vector_left_alone(%x: vector<4xf32>) -> vector<4xf32> {
   %y = math.exp %x : vector<4xf32>
   func.return %y : vector<4xf32>
 }
+
+// -----
+
+// sin/cos marked fast (sincos-fast-path) reduce by Cody-Waite alone (three
+// parts of pi/2 in f64, then f32): no 2/pi table, no chunk products; unmarked
+// ones keep the exact reduction for every magnitude.
+// CHECK-LABEL: func.func @sin_fast_f32
+// CHECK-NOT:     llvm.call
+// CHECK:         llvm.fpext {{.*}} : f32 to f64
+// CHECK:         llvm.mlir.constant(1.5707963267341256 : f64) : f64
+// CHECK:         llvm.mlir.constant(6.077100506303966e-11 : f64) : f64
+// CHECK:         llvm.mlir.constant(2.0222662487959506e-21 : f64) : f64
+// CHECK:         llvm.fptrunc {{.*}} : f64 to f32
+// CHECK-NOT:     llvm.call
+// CHECK-NOT:     llvm.intr.floor
+// CHECK:         func.return %{{.*}} : f32
+// CHECK-NOT:     __fusec_two_over_pi
+func.func @sin_fast_f32(%x: f32) -> f32 {
+  %y = math.sin %x {fusec.sincos_range = "fast"} : f32
+  func.return %y : f32
+}
+
+// -----
+
+// CHECK-LABEL: func.func @cos_full_f64
+// CHECK:         llvm.mlir.addressof @__fusec_two_over_pi : !llvm.ptr
+// CHECK:         func.return %{{.*}} : f64
+// CHECK:         llvm.mlir.global private constant @__fusec_two_over_pi
+func.func @cos_full_f64(%x: f64) -> f64 {
+  %y = math.cos %x {fusec.sincos_range = "full"} : f64
+  func.return %y : f64
+}
+
+// -----
+
+// f32 erf stays in f32: x * P(x^2) / Q(x^2), clamped to [-1, 1], +-1 past 3.92.
+// CHECK-LABEL: func.func @erf_f32
+// CHECK-SAME:    (%[[X:.*]]: f32)
+// CHECK-NOT:     llvm.fpext
+// CHECK:         %[[Z:.*]] = llvm.fmul %[[X]], %[[X]] {fastmathFlags = #llvm.fastmath<contract>} : f32
+// CHECK:         %[[R:.*]] = llvm.fdiv %{{.*}}, %{{.*}} : f32
+// CHECK:         %[[CUT:.*]] = llvm.mlir.constant(3.920000e+00 : f32) : f32
+// CHECK:         %[[BIG:.*]] = llvm.fcmp "ogt" %{{.*}}, %[[CUT]] : f32
+// CHECK:         llvm.select %[[BIG]], %{{.*}}, %{{.*}} : i1, f32
+// CHECK-NOT:     llvm.fpext
+// CHECK-NOT:     llvm.call
+// CHECK:         func.return %{{.*}} : f32
+func.func @erf_f32(%x: f32) -> f32 {
+  %y = math.erf %x : f32
+  func.return %y : f32
+}
