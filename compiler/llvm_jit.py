@@ -4,6 +4,7 @@ and features, so LLVM vectorizes for the real vector width) and an MCJIT engine.
 from __future__ import annotations
 
 import ctypes
+import ctypes.util
 import re
 import struct
 import threading
@@ -100,13 +101,31 @@ def _process_symbols() -> ctypes.CDLL:
     return ctypes.CDLL(None)
 
 
+@cache
+def _compiler_runtime() -> ctypes.CDLL | None:
+    # LLVM lowers some conversions (double -> half: `__truncdfhf2`) to libcalls
+    # that live in libgcc_s; the process has it loaded, but not always in the
+    # global namespace that MCJIT searches, so whether a kernel loaded would
+    # depend on what the process happened to import before.
+    try:
+        return ctypes.CDLL(ctypes.util.find_library("gcc_s") or "libgcc_s.so.1")
+    except OSError:
+        return None
+
+
 def _resolvable(name: str) -> bool:
     if llvm.address_of_symbol(name):
         return True
     try:
         getattr(_process_symbols(), name)
+        return True
     except AttributeError:
+        pass
+    helpers = _compiler_runtime()
+    fn = None if helpers is None else getattr(helpers, name, None)
+    if fn is None:
         return False
+    llvm.add_symbol(name, ctypes.cast(fn, ctypes.c_void_p).value)
     return True
 
 
