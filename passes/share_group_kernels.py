@@ -61,6 +61,7 @@ most common kernel first, and a rewrite that would exceed `arg-limit` is not mad
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -79,6 +80,9 @@ from xdsl.traits import is_side_effect_free
 _MAX_ZERO_INPUTS = 2
 """Inputs set to zero at once: one (a missing addend) or a product's two operands
 (a missing gradient times the gate it would have met)."""
+
+_MAX_FOLDS = 256
+"""Zero-input candidates folded per function at most."""
 
 
 def _top_groups(fn: func.FuncOp) -> list[GroupOp]:
@@ -141,37 +145,42 @@ def unify_outputs(groups: list[GroupOp], arg_limit: int) -> list[GroupOp]:
 # --------------------------------------------------------------------- zero inputs
 
 
-def _fold_zeros(group: GroupOp, zero_args: set[int]) -> GroupOp | None:
-    """A copy of `group` with its arguments `zero_args` known to be zero, folded
-    and with those arguments removed; None when one of them is still read."""
+def _folded_text(group: GroupOp, zero_args: set[int]) -> str | None:
+    """The canonical text of `group` with its arguments `zero_args` known to be
+    zero, folded and with those arguments removed; None when one of them is still
+    read. Works on a copy, which is erased (it must not keep uses of the values
+    `group` reads)."""
     copy = group.clone()
-    block = copy.body.block
-    zero: set[SSAValue] = {block.args[i] for i in zero_args}
-    for op in list(block.ops):
-        if isinstance(op, MulOp) and op.lhs in zero and op.rhs in zero:
-            zero.add(op.result)
-        elif isinstance(op, NegOp) and op.operands[0] in zero:
-            zero.add(op.results[0])
-        elif isinstance(op, AddOp | SubOp) and op.rhs in zero and op.lhs.type == op.result.type:
-            op.result.replace_all_uses_with(op.lhs)
-            Rewriter.erase_op(op)
-        elif (
-            isinstance(op, AddOp)
-            and op.alpha is None
-            and op.lhs in zero
-            and op.rhs.type == op.result.type
-        ):
-            op.result.replace_all_uses_with(op.rhs)
-            Rewriter.erase_op(op)
-    for op in reversed(list(block.ops)):
-        if not isinstance(op, YieldOp) and not any(r.uses for r in op.results):
-            if is_side_effect_free(op):
+    try:
+        block = copy.body.block
+        zero: set[SSAValue] = {block.args[i] for i in zero_args}
+        for op in list(block.ops):
+            if isinstance(op, MulOp) and op.lhs in zero and op.rhs in zero:
+                zero.add(op.result)
+            elif isinstance(op, NegOp) and op.operands[0] in zero:
+                zero.add(op.results[0])
+            elif isinstance(op, AddOp | SubOp) and op.rhs in zero and op.lhs.type == op.result.type:
+                op.result.replace_all_uses_with(op.lhs)
                 Rewriter.erase_op(op)
-    if any(block.args[i].uses for i in zero_args):
-        return None
-    for i in sorted(zero_args, reverse=True):
-        block.erase_arg(block.args[i])
-    return copy
+            elif (
+                isinstance(op, AddOp)
+                and op.alpha is None
+                and op.lhs in zero
+                and op.rhs.type == op.result.type
+            ):
+                op.result.replace_all_uses_with(op.rhs)
+                Rewriter.erase_op(op)
+        for op in reversed(list(block.ops)):
+            if not isinstance(op, YieldOp) and not any(r.uses for r in op.results):
+                if is_side_effect_free(op):
+                    Rewriter.erase_op(op)
+        if any(block.args[i].uses for i in zero_args):
+            return None
+        for i in sorted(zero_args, reverse=True):
+            block.erase_arg(block.args[i])
+        return canonical_text(copy)
+    finally:
+        copy.erase()
 
 
 def _zero_candidates(group: GroupOp, drop: int) -> Iterable[set[int]]:
@@ -234,15 +243,29 @@ def _as_kernel(group: GroupOp, match: _ZeroMatch) -> GroupOp | None:
     return new
 
 
-def _find_zero_match(group: GroupOp, text: str, kernels: list[GroupOp]) -> _ZeroMatch | None:
-    n_ops = len(list(group.body.block.ops))
+def _op_counts(group: GroupOp) -> Counter[str]:
+    return Counter(op.name for op in group.body.block.ops)
+
+
+def _find_zero_match(
+    group: GroupOp, text: str, kernels: list[GroupOp], budget: list[int]
+) -> _ZeroMatch | None:
+    """The first of `kernels` that is `group` with some inputs zero. Folding only
+    removes ops, so a kernel lacking one of `group`'s ops is not tried; `budget`
+    bounds the folds tried in one function (the pass stays near-linear)."""
+    ops = _op_counts(group)
     for kernel in kernels:
         drop = len(kernel.inputs) - len(group.inputs)
-        if not 1 <= drop <= _MAX_ZERO_INPUTS or len(list(kernel.body.block.ops)) <= n_ops:
+        if not 1 <= drop <= _MAX_ZERO_INPUTS:
+            continue
+        have = _op_counts(kernel)
+        if have == ops or any(have[name] < n for name, n in ops.items()):
             continue
         for zero_args in _zero_candidates(kernel, drop):
-            folded = _fold_zeros(kernel, zero_args)
-            if folded is not None and canonical_text(folded) == text:
+            if budget[0] <= 0:
+                return None
+            budget[0] -= 1
+            if _folded_text(kernel, zero_args) == text:
                 return _ZeroMatch(kernel, frozenset(zero_args))
     return None
 
@@ -257,9 +280,10 @@ def share_zero_inputs(groups: list[GroupOp]) -> None:
     # Most common kernel first: boundary steps join the loop body's kernel.
     order = sorted(classes.items(), key=lambda kv: -len(kv[1]))
     rewritten: set[str] = set()
+    budget = [_MAX_FOLDS]
     for text, members in reversed(order):
         kernels = [m[0] for t, m in order if t != text and t not in rewritten]
-        match = _find_zero_match(members[0], text, kernels)
+        match = _find_zero_match(members[0], text, kernels, budget)
         if match is None:
             continue
         rewritten.add(text)
