@@ -95,6 +95,12 @@ def _print_op(op: Operation, namer: _Namer, out: list[str], indent: str) -> None
 
 def canonical_text(group: GroupOp) -> str:
     """The group's body, renamed and stripped of sizes (see the module docstring)."""
+    return canonical_text_and_names(group)[0]
+
+
+def canonical_text_and_names(group: GroupOp) -> tuple[str, dict[SSAValue, str]]:
+    """`canonical_text(group)` and the canonical name (`%a0`, `%3`) it gives each
+    value of the body, so passes can relate the values of alpha-equivalent groups."""
     namer = _Namer()
     args = ", ".join(
         f"{namer.arg(a, i)}: {canonical_type(a.type)}" for i, a in enumerate(group.body.block.args)
@@ -102,7 +108,7 @@ def canonical_text(group: GroupOp) -> str:
     out = [f"({args}) {{"]
     _print_block(group.body.block, namer, out, "  ")
     out.append("}")
-    return "\n".join(out) + "\n"
+    return "\n".join(out) + "\n", namer.names
 
 
 def canonical_key(group: GroupOp) -> CanonicalKey:

@@ -358,6 +358,9 @@ _BUILDERS: dict[str, Callable[[Operation], OpFn]] = {
     "aten.size": lambda op: lambda x: (x.shape,),
     "aten.sym_size": _sym_size,
     "fusion.broadcast_sizes": _broadcast_sizes,
+    "fusion.zeros_like": lambda op: (
+        lambda x: (torch.zeros_like(x, memory_format=torch.contiguous_format),)
+    ),
 }
 for _name, _fn in _UNARY.items():
     _BUILDERS[_name] = lambda op, fn=_fn: _one(fn)

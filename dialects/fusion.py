@@ -42,6 +42,7 @@ from xdsl.irdl import (
     irdl_attr_definition,
     irdl_op_definition,
     lazy_traits_def,
+    operand_def,
     prop_def,
     region_def,
     result_def,
@@ -314,6 +315,31 @@ class BroadcastSizesOp(IRDLOperation):
             )
 
 
+@irdl_op_definition
+class ZerosLikeOp(IRDLOperation):
+    """A contiguous tensor of zeros of `like`'s type, fed to a shared kernel in
+    place of an input its group does not have (`share-group-kernels`: the group
+    is another one with that input known to be zero).
+
+    %z = fusion.zeros_like %x : tensor<2x8xf32> -> tensor<2x8xf32>
+    """
+
+    name = "fusion.zeros_like"
+    like = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$like attr-dict `:` type($like) `->` type($result)"
+
+    def __init__(self, like: SSAValue | Operation):
+        super().__init__(operands=[like], result_types=[SSAValue.get(like).type])
+
+    def verify_(self) -> None:
+        if self.result.type != self.like.type:
+            raise VerifyException(
+                f"zeros like a {self.like.type} have that type, not {self.result.type}"
+            )
+
+
 def _size_rank(t: Attribute) -> int:
     assert isinstance(t, SizeType)
     return t.rank.data
@@ -470,6 +496,6 @@ class GuardOp(IRDLOperation):
 
 Fusion = Dialect(
     "fusion",
-    [GroupOp, YieldOp, LaunchOp, BroadcastingChunkOp, BroadcastSizesOp, GuardOp],
+    [GroupOp, YieldOp, LaunchOp, BroadcastingChunkOp, BroadcastSizesOp, ZerosLikeOp, GuardOp],
     [InputSpecAttr],
 )

@@ -22,6 +22,7 @@ _PASSES: tuple[tuple[str, str, str], ...] = (
         "RemoveOutputsUsedOnlyInSizePass",
     ),
     ("fuse-concat-exits", "fuse_concat_exits", "FuseConcatExitsPass"),
+    ("share-group-kernels", "share_group_kernels", "ShareGroupKernelsPass"),
     ("guard", "guard", "GuardPass"),
     ("print-canonical-keys", "canonical_key", "PrintCanonicalKeysPass"),
     ("outline-groups", "outline_groups", "OutlineGroupsPass"),
