@@ -219,8 +219,8 @@ class CpuKernel:
                 p = get((t0.shape, t0.stride()))
                 if p is None:
                     return planned(inputs)
-                sh0, o0, o1, template, chunks = p
-                a0 = torch.empty(sh0, dtype=D0)
+                sh0, st0, o0, o1, template, chunks = p
+                a0 = empty_strided(sh0, st0, dtype=D0)
                 args = copy(template)
                 ptr_t0 = t0.data_ptr()
                 ptr_a0 = a0.data_ptr()
@@ -235,7 +235,7 @@ class CpuKernel:
         env: dict[str, Any] = {
             "get": self._packed.get,
             "planned": self._call_planned,
-            "torch": torch,
+            "empty_strided": torch.empty_strided,
             "copy": self._array.from_buffer_copy,
             "doubles": self._doubles.from_buffer,
             "fn": self._fn,
@@ -248,12 +248,12 @@ class CpuKernel:
         lines.append(f"    p = get(({key}))")
         lines.append("    if p is None:")
         lines.append("        return planned(inputs)")
-        names = [f"sh{j}" for j in range(len(plan.allocs))]
+        names = [f"{n}{j}" for j in range(len(plan.allocs)) for n in ("sh", "st")]
         names += [f"o{k}" for k in range(len(plan.pointers))]
         lines.append(f"    {', '.join(names)}, template, chunks = p")
         for j, (_, dtype) in enumerate(plan.allocs):
             env[f"D{j}"] = dtype
-            lines.append(f"    a{j} = torch.empty(sh{j}, dtype=D{j})")
+            lines.append(f"    a{j} = empty_strided(sh{j}, st{j}, dtype=D{j})")
         lines.append("    args = copy(template)")
         for src in dict.fromkeys(src for _, src, _ in plan.pointers):
             t = f"t{src}" if src >= 0 else f"a{-1 - src}"
@@ -399,7 +399,8 @@ class CpuKernel:
         if plan.empty:
             return  # zero-size layouts take the planned path
         self._packed[key] = (
-            *(shape for shape, _ in plan.allocs),
+            # `empty_strided` with contiguous strides: `empty`, with less to parse.
+            *(x for shape, _ in plan.allocs for x in (shape, _contiguous_strides(shape))),
             *(offset for _, _, offset in plan.pointers),
             plan.template,
             None if len(plan.chunks) == 1 else plan.chunks,
@@ -407,6 +408,16 @@ class CpuKernel:
         if not self._generated:
             self._generated = True
             self._generate_fast(plan)
+
+
+def _contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
+    """The strides of a contiguous tensor of `shape` (as `torch.empty` makes it)."""
+    strides = []
+    step = 1
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
 
 
 def _normalized(strides: Sequence[int], sizes: Sequence[int]) -> list[int]:
