@@ -220,7 +220,7 @@ class CpuKernel:
                 if p is None:
                     return planned(inputs)
                 sh0, st0, o0, o1, template, chunks = p
-                a0 = empty_strided(sh0, st0, dtype=D0)
+                a0 = torch.empty_strided(sh0, st0, dtype=D0)
                 args = copy(template)
                 ptr_t0 = t0.data_ptr()
                 ptr_a0 = a0.data_ptr()
@@ -235,7 +235,7 @@ class CpuKernel:
         env: dict[str, Any] = {
             "get": self._packed.get,
             "planned": self._call_planned,
-            "empty_strided": torch.empty_strided,
+            "torch": torch,
             "copy": self._array.from_buffer_copy,
             "doubles": self._doubles.from_buffer,
             "fn": self._fn,
@@ -253,7 +253,7 @@ class CpuKernel:
         lines.append(f"    {', '.join(names)}, template, chunks = p")
         for j, (_, dtype) in enumerate(plan.allocs):
             env[f"D{j}"] = dtype
-            lines.append(f"    a{j} = empty_strided(sh{j}, st{j}, dtype=D{j})")
+            lines.append(f"    a{j} = torch.empty_strided(sh{j}, st{j}, dtype=D{j})")
         lines.append("    args = copy(template)")
         for src in dict.fromkeys(src for _, src, _ in plan.pointers):
             t = f"t{src}" if src >= 0 else f"a{-1 - src}"
