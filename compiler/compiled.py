@@ -48,6 +48,7 @@ from typing import Any
 import torch
 import torch.fx
 from fusec import logs
+from fusec.fast_call import MISS, fast_path
 from fusec.importer import Const, ImportedGraph, Ret, UnsupportedGraph, import_fx, trace
 from fusec.runtime.program import HostProgram, UnsupportedProgram, build_program
 from fusec.source_lines import warn_user
@@ -248,6 +249,9 @@ class CompiledFunction:
         self.untraceable: str | None = None
         """Why torch.fx could not trace the function (it then runs eagerly)."""
         self._parameters = tuple(gm.parameters()) if gm is not None else ()
+        self._fast: Callable[[tuple[Any, ...]], Any] | None = None
+        """The fast path of the key the last full-path call ran (`fusec.fast_call`)."""
+        self._fast_paths: dict[Any, Callable[[tuple[Any, ...]], Any] | None] = {}
 
     # ------------------------------------------------------------------ calls
 
@@ -263,6 +267,16 @@ class CompiledFunction:
         return key
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        fast = self._fast
+        if fast is not None and not kwargs:
+            result = fast(args)
+            if result is not MISS:
+                return result
+        return self._call(args, kwargs)
+
+    def _call(self, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
+        """A call through the full path: bind, key, look up (or compile) the
+        specialization, run it; installs the fast path of the key it ran."""
         bound = self._bind(args, kwargs)
         if bound is None:
             # Not the traced signature (extra or missing arguments, unknown
@@ -304,7 +318,28 @@ class CompiledFunction:
         except Exception as e:  # noqa: BLE001 - eager decides what the right error is
             return self._program_failed(key, spec, args, e)
         self.launches_per_call = program.last_launches  # less the groups whose guard failed
+        self._install_fast_path(key, spec, args)
         return spec.fill(results)
+
+    def _install_fast_path(self, key: Any, spec: Specialization, args: Sequence[Any]) -> None:
+        """Makes `fusec.fast_call`'s fast path of `key` the first thing calls try
+        (generated once per key, while `key` still maps to `spec`)."""
+        paths = self._fast_paths
+        fast = paths.get(key, MISS)
+        if fast is MISS:
+            if self.specializations.get(key) is not spec:
+                # Compiling this call changed what keys hold (size classes, exact shapes).
+                key = self._key(args)
+                if self.specializations.get(key) is not spec:
+                    return
+            fast = paths[key] = fast_path(self, key, spec)
+        self._fast = fast
+
+    def _forget_fast_paths(self) -> None:
+        """Keys changed meaning or specializations were replaced: every fast path
+        goes (they are made again from the full path)."""
+        self._fast = None
+        self._fast_paths = {}
 
     # ------------------------------------------------------------------ arguments
 
@@ -423,6 +458,7 @@ class CompiledFunction:
         log.warning("fusec: running eagerly: %s", reason)
         with self._lock:
             self.specializations[key] = Specialization(None, reason=reason)
+            self._forget_fast_paths()
         self.launches_per_call = 0
         return result
 
@@ -505,6 +541,7 @@ class CompiledFunction:
                 ):
                     self._exact_shapes = True
                     self.specializations.clear()
+                    self._forget_fast_paths()
                     key = self._key(args)
                     spec.why += "; the graph reads sizes, so it specializes on exact shapes"
                 checks = () if spec.imported is None else spec.imported.size_checks
@@ -512,6 +549,7 @@ class CompiledFunction:
                     # Keys made without these classes may hold other cuts.
                     self._size_checks += tuple(c for c in checks if c not in self._size_checks)
                     self.specializations.clear()
+                    self._forget_fast_paths()
                     key = self._key(args)
             if not spec.unconfirmed:
                 self.specializations[key] = spec

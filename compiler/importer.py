@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import logging
 import operator
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -1564,15 +1565,37 @@ for _target, _fn in list(_FUNCTIONS.items()):
 class _UserFrameTracer(InPlaceTracer):
     """Records each node's stack trace as the frames outside torch and fusec (fx
     keeps only frames below a `forward`, so plain functions would get none), and
-    augmented assignments in place (`fusec.tracing`)."""
+    augmented assignments in place (`fusec.tracing`).
 
-    def _filter_traceback_frames(self, user_stack_summary: Any) -> Any:
-        import traceback
+    The frames are read from Python's own frame objects, not through fx's
+    `record_stack_traces`: that symbolizes a `CapturedTraceback`, which imports
+    torch._dynamo and torch._inductor on first use (seconds, on every fresh
+    process's first trace, warm starts included)."""
 
-        from fusec.source_lines import is_library_file
+    def create_node(self, *args: Any, **kwargs: Any) -> torch.fx.Node:
+        node = super().create_node(*args, **kwargs)
+        if not node.stack_trace:
+            trace = _user_stack_trace(sys._getframe(1))
+            if trace:
+                node.stack_trace = trace
+        return node
 
-        frames = [f for f in user_stack_summary if not is_library_file(f.filename)]
-        return traceback.StackSummary.from_list(frames)
+
+def _user_stack_trace(frame: Any) -> str:
+    """`frame` and its callers outside torch and fusec, outermost first, as
+    `traceback` formats them ('File "m.py", line 3, in f\n    y = x.exp()')."""
+    import traceback
+
+    from fusec.source_lines import is_library_file
+
+    frames = []
+    while frame is not None:
+        code = frame.f_code
+        if not is_library_file(code.co_filename):
+            frames.append(traceback.FrameSummary(code.co_filename, frame.f_lineno, code.co_name))
+        frame = frame.f_back
+    frames.reverse()
+    return "".join(traceback.StackSummary.from_list(frames).format()).strip()
 
 
 def trace(fn_or_module: Any) -> torch.fx.GraphModule:
@@ -1582,7 +1605,6 @@ def trace(fn_or_module: Any) -> torch.fx.GraphModule:
     try:
         # Stack traces let logs and explanations name the user's source lines.
         tracer = _UserFrameTracer()
-        tracer.record_stack_traces = True
         graph = tracer.trace(fn_or_module)
         name = (
             fn_or_module.__class__.__name__

@@ -146,10 +146,11 @@ class CpuKernel:
         self._generated = False
 
     def __call__(self, inputs: Sequence[torch.Tensor | float | int | bool]) -> list[torch.Tensor]:
-        return self._fast(inputs)
+        return self.call(inputs)
 
-    def _fast(self, inputs: Sequence[Any]) -> list[torch.Tensor]:
-        # Replaced by the generated fast path once the first plan exists.
+    def call(self, inputs: Sequence[Any]) -> list[torch.Tensor]:
+        """The kernel's fastest entry (the host program calls it directly):
+        replaced by the generated fast path once the first plan exists."""
         return self._call_planned(inputs)
 
     def _call_planned(self, inputs: Sequence[Any]) -> list[torch.Tensor]:
@@ -218,13 +219,18 @@ class CpuKernel:
                 p = get((t0.shape, t0.stride()))
                 if p is None:
                     return planned(inputs)
-                sh0, o0, o1, template, chunks = p
-                a0 = torch.empty(sh0, dtype=D0)
+                sh0, st0, o0, o1, template, chunks = p
+                a0 = torch.empty_strided(sh0, st0, dtype=D0)
                 args = copy(template)
-                args[3] = t0.data_ptr() + o0
-                args[5] = a0.data_ptr() + o1
+                ptr_t0 = t0.data_ptr()
+                ptr_a0 = a0.data_ptr()
+                args[3] = ptr_t0 + o0
+                args[5] = ptr_a0 + o1
                 fn(args) if chunks is None else parallel(args, chunks)
                 return [a0]
+
+        Each tensor's `data_ptr()` is read once, however many of its views
+        (chunks, slices) the kernel takes.
         """
         env: dict[str, Any] = {
             "get": self._packed.get,
@@ -242,16 +248,19 @@ class CpuKernel:
         lines.append(f"    p = get(({key}))")
         lines.append("    if p is None:")
         lines.append("        return planned(inputs)")
-        names = [f"sh{j}" for j in range(len(plan.allocs))]
+        names = [f"{n}{j}" for j in range(len(plan.allocs)) for n in ("sh", "st")]
         names += [f"o{k}" for k in range(len(plan.pointers))]
         lines.append(f"    {', '.join(names)}, template, chunks = p")
         for j, (_, dtype) in enumerate(plan.allocs):
             env[f"D{j}"] = dtype
-            lines.append(f"    a{j} = torch.empty(sh{j}, dtype=D{j})")
+            lines.append(f"    a{j} = torch.empty_strided(sh{j}, st{j}, dtype=D{j})")
         lines.append("    args = copy(template)")
+        for src in dict.fromkeys(src for _, src, _ in plan.pointers):
+            t = f"t{src}" if src >= 0 else f"a{-1 - src}"
+            lines.append(f"    ptr_{t} = {t}.data_ptr()")
         for k, (slot, src, _) in enumerate(plan.pointers):
             t = f"t{src}" if src >= 0 else f"a{-1 - src}"
-            lines.append(f"    args[{slot}] = {t}.data_ptr() + o{k}")
+            lines.append(f"    args[{slot}] = ptr_{t} + o{k}")
         if self._has_f64:
             lines.append("    d = doubles(args)")
         for slot, i, dt in self._scalar_slots:
@@ -274,7 +283,7 @@ class CpuKernel:
             lines.append("    check_zero_division(flag)")
         lines.append("    return [" + ", ".join(f"a{j}" for j in plan.results) + "]")
         exec("\n".join(lines), env)  # noqa: S102 - source built from slot numbers only
-        self._fast = env["fast"]
+        self.call = env["fast"]  # type: ignore[method-assign]
 
     def _call_unplanned(self, inputs: Sequence[Any]) -> list[torch.Tensor]:
         """A call whose operands are not all views of the inputs (a `reshape` view
@@ -390,7 +399,8 @@ class CpuKernel:
         if plan.empty:
             return  # zero-size layouts take the planned path
         self._packed[key] = (
-            *(shape for shape, _ in plan.allocs),
+            # `empty_strided` with contiguous strides: `empty`, with less to parse.
+            *(x for shape, _ in plan.allocs for x in (shape, _contiguous_strides(shape))),
             *(offset for _, _, offset in plan.pointers),
             plan.template,
             None if len(plan.chunks) == 1 else plan.chunks,
@@ -398,6 +408,16 @@ class CpuKernel:
         if not self._generated:
             self._generated = True
             self._generate_fast(plan)
+
+
+def _contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
+    """The strides of a contiguous tensor of `shape` (as `torch.empty` makes it)."""
+    strides = []
+    step = 1
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
 
 
 def _normalized(strides: Sequence[int], sizes: Sequence[int]) -> list[int]:

@@ -98,6 +98,20 @@ class HostProgram:
 
     def __post_init__(self) -> None:
         self._run = _generate_run(self)
+        self._runs_passing: dict[frozenset[int], Callable[[Sequence[Any]], list[Any]]] = {}
+
+    def run_passing(self, guards: frozenset[int]) -> Callable[[Sequence[Any]], list[Any]]:
+        """The generated run for calls known to pass the guard steps at indices
+        `guards` (their inputs were checked before, e.g. against a
+        specialization key): those steps are `True` and cost nothing."""
+        run = self._runs_passing.get(guards)
+        if run is None:
+            run = self._runs_passing[guards] = _generate_run(self, guards)
+        return run
+
+    def guard_checks(self, index: int) -> tuple[_InputCheck, ...]:
+        """What the guard step at `index` checks of each of its inputs."""
+        return self.steps[index].fn.checks  # type: ignore[attr-defined]
 
     def __call__(self, args: Sequence[Any]) -> list[Any]:
         skipped = self.skipped_launches
@@ -207,7 +221,7 @@ class _Builder:
         if isinstance(op, GroupOp):
             kernel = self.kernels(op)
             if kernel is not None:
-                return _KernelCall(self.kernel_step(op, kernel)), "kernel"
+                return self.kernel_step(op, kernel), "kernel"
             body = self.build(op.body.block, list(op.yield_op.values))
             if body.launches:
                 raise UnsupportedProgram("a group nested in a group")
@@ -223,22 +237,17 @@ class _Builder:
 
     def kernel_step(
         self, op: GroupOp, kernel: Callable[[Sequence[Any]], Sequence[Any]]
-    ) -> Callable[[Sequence[Any]], Sequence[Any]]:
+    ) -> _KernelCall:
         """Runs `kernel`, or the group's body through PyTorch for a call the
         kernel declines (`KernelDeclined`; the body program is built then)."""
-        from fusec.runtime.operands import KernelDeclined
-
         body: list[HostProgram] = []
 
-        def run(xs: Sequence[Any]) -> Sequence[Any]:
-            try:
-                return kernel(xs)
-            except KernelDeclined:
-                if not body:
-                    body.append(self.build(op.body.block, list(op.yield_op.values)))
-                return body[0](xs)
+        def declined(xs: Sequence[Any]) -> Sequence[Any]:
+            if not body:
+                body.append(self.build(op.body.block, list(op.yield_op.values)))
+            return body[0](xs)
 
-        return run
+        return _KernelCall(kernel, declined)
 
     def guard_step(self, op: GuardOp) -> Callable[..., Sequence[Any]]:
         checks = tuple(
@@ -259,7 +268,9 @@ class _Builder:
                     break
             return (False,)
 
-        return _generate_guard(checks, failed)
+        guard = _generate_guard(checks, failed)
+        guard.checks = checks  # type: ignore[attr-defined]
+        return guard
 
     def if_step(
         self, op: scf.IfOp, slot: dict[SSAValue, int]
@@ -351,56 +362,117 @@ class _InputCheck:
 
 
 class _KernelCall:
-    """A kernel as a step function (inputs as arguments); the generated host code
-    calls `kernel` directly with the inputs' tuple."""
+    """A kernel as a step function (inputs as arguments): `kernel`, or
+    `declined` (the group's body through PyTorch) for a call the kernel declines.
+    The generated host code calls the kernel's `call` (its current fast path,
+    e.g. `CpuKernel.call`) directly with the inputs' tuple."""
 
-    __slots__ = ("kernel",)
+    __slots__ = ("kernel", "declined")
 
-    def __init__(self, kernel: Callable[[Sequence[Any]], Sequence[Any]]):
+    def __init__(
+        self,
+        kernel: Callable[[Sequence[Any]], Sequence[Any]],
+        declined: Callable[[Sequence[Any]], Sequence[Any]],
+    ):
         self.kernel = kernel
+        self.declined = declined
 
     def __call__(self, *xs: Any) -> Sequence[Any]:
-        return self.kernel(xs)
+        from fusec.runtime.operands import KernelDeclined
+
+        try:
+            return self.kernel(xs)
+        except KernelDeclined:
+            return self.declined(xs)
 
 
-def _generate_run(program: HostProgram) -> Callable[[Sequence[Any]], list[Any]]:
+def _generate_run(
+    program: HostProgram, passing: frozenset[int] = frozenset()
+) -> Callable[[Sequence[Any]], list[Any]]:
     """The program as one generated Python function: a local variable per slot,
-    a line per step, no interpretation left per call.
+    a line per step, no interpretation left per call. The then-region of an
+    `scf.if` is written out inline (its kernel called right there); the
+    else-region, the rare path, is the if step's own call.
 
         def run(args):
             s0, s1 = args
             s2 = c2
-            (s3,) = f0(s0, s2)          # a torch step
-            (s4,) = k1((s3, s1))        # a kernel step: the kernel gets the tuple
+            (s3,) = f0(s0, s2)                  # a torch step
+            (s4,) = f1(s3, s1)                  # a guard
+            if s4:
+                try:                            # the then-region, inline
+                    (t2_s2,) = t2_k0.call((s3, s1))
+                except KernelDeclined:
+                    (t2_s2,) = t2_d0((s3, s1))
+                (s5,) = (t2_s2,)
+            else:
+                (s5,) = f2(s4, s3, s1)          # the if step: runs the else-region
             del s3
-            return [s4]
+            return [s5]
     """
-    env: dict[str, Any] = {}
+    from fusec.runtime.operands import KernelDeclined
+
+    env: dict[str, Any] = {"KernelDeclined": KernelDeclined}
+    names = {i: f"s{i}" for i in program.arg_slots}
     lines = ["def run(args):"]
     if program.arg_slots:
-        lines.append("    " + "".join(f"s{i}, " for i in program.arg_slots) + "= args")
+        lines.append("    " + "".join(f"{names[i]}, " for i in program.arg_slots) + "= args")
     else:
         lines.append("    () = args")
-    for slot, value in program.consts.items():
-        env[f"c{slot}"] = value
-        lines.append(f"    s{slot} = c{slot}")
-    for j, step in enumerate(program.steps):
-        ins = ", ".join(f"s{i}" for i in step.ins)
-        if isinstance(step.fn, _KernelCall):
-            env[f"k{j}"] = step.fn.kernel
-            call = f"k{j}(({ins}{',' if len(step.ins) == 1 else ''}))"
-        else:
-            env[f"f{j}"] = step.fn
-            call = f"f{j}({ins})"
-        if step.outs:
-            lines.append("    (" + "".join(f"s{i}, " for i in step.outs) + f") = {call}")
-        else:
-            lines.append(f"    {call}")
-        if step.free:
-            lines.append("    del " + ", ".join(f"s{i}" for i in step.free))
-    lines.append("    return [" + ", ".join(f"s{i}" for i in program.out_slots) + "]")
+    _emit_steps(program, names, env, lines, "    ", "", passing)
+    lines.append("    return [" + ", ".join(names[i] for i in program.out_slots) + "]")
     exec("\n".join(lines), env)  # noqa: S102 - source built above from slot numbers only
     return env["run"]
+
+
+def _emit_steps(
+    program: HostProgram,
+    names: dict[int, str],
+    env: dict[str, Any],
+    lines: list[str],
+    indent: str,
+    tag: str,
+    passing: frozenset[int] = frozenset(),
+) -> None:
+    """Appends the lines of `program`'s constants and steps. `names` holds each
+    slot's variable (those of the arguments are given); `tag` prefixes the
+    variables and callables of an inlined then-region, so they stay apart; the
+    guard steps at indices `passing` are known to pass."""
+    for slot, value in program.consts.items():
+        names[slot] = f"{tag}s{slot}"
+        env[f"{tag}c{slot}"] = value
+        lines.append(f"{indent}{tag}s{slot} = {tag}c{slot}")
+    for j, step in enumerate(program.steps):
+        ins = [names[i] for i in step.ins]
+        for i in step.outs:
+            names[i] = f"{tag}s{i}"
+        outs = "(" + "".join(f"{names[i]}, " for i in step.outs) + ")"
+        env[f"{tag}f{j}"] = step.fn
+        call = f"{tag}f{j}({', '.join(ins)})"
+        if step.kind == "if" and step.branches:
+            then = step.branches[0]
+            sub = {a: names[i] for a, i in zip(then.arg_slots, step.ins[1:], strict=True)}
+            lines.append(f"{indent}if {ins[0]}:")
+            _emit_steps(then, sub, env, lines, indent + "    ", f"{tag}t{j}_")
+            got = "".join(f"{sub[i]}, " for i in then.out_slots)
+            lines.append(f"{indent}    {outs} = ({got})" if step.outs else f"{indent}    pass")
+            lines.append(f"{indent}else:")
+            lines.append(f"{indent}    {outs} = {call}" if step.outs else f"{indent}    {call}")
+        elif j in passing and step.kind == "guard":
+            lines.append(f"{indent}{outs} = (True,)")
+        elif isinstance(step.fn, _KernelCall):
+            kernel = step.fn.kernel
+            env[f"{tag}k{j}"], env[f"{tag}d{j}"] = kernel, step.fn.declined
+            packed = f"({', '.join(ins)}{',' if len(ins) == 1 else ''})"
+            fast = ".call" if callable(getattr(kernel, "call", None)) else ""
+            lines.append(f"{indent}try:")
+            lines.append(f"{indent}    {outs} = {tag}k{j}{fast}({packed})")
+            lines.append(f"{indent}except KernelDeclined:")
+            lines.append(f"{indent}    {outs} = {tag}d{j}({packed})")
+        else:
+            lines.append(f"{indent}{outs} = {call}" if step.outs else f"{indent}{call}")
+        if step.free:
+            lines.append(f"{indent}del " + ", ".join(names[i] for i in step.free))
 
 
 def _generate_guard(

@@ -53,9 +53,8 @@ def cache_dir() -> Path:
 def fingerprint() -> str:
     """Changes with any source that shapes compiled programs or machine code:
     every module of the fusec package, and the versions of xdsl, llvmlite, torch."""
-    import importlib.metadata as md
-
     import fusec
+    from fusec.runtime.cache import package_version
 
     h = hashlib.sha256()
     root = Path(fusec.__file__).resolve().parent.parent
@@ -64,10 +63,7 @@ def fingerprint() -> str:
             h.update(path.name.encode())
             h.update(path.read_bytes())
     for dist in ("xdsl", "llvmlite", "torch"):
-        try:
-            h.update(f"{dist}={md.version(dist)}".encode())
-        except md.PackageNotFoundError:
-            h.update(dist.encode())
+        h.update(f"{dist}={package_version(dist)}".encode())
     return h.hexdigest()
 
 

@@ -296,8 +296,6 @@ def test_unmapped_aten_op_runs_opaque_and_the_log_names_it(caplog):
 
 
 def test_a_program_failing_at_run_time_falls_back_to_eager(monkeypatch, caplog):
-    from fusec.runtime.program import HostProgram
-
     def f(x):
         return torch.sigmoid(x) * 2 + 1
 
@@ -306,10 +304,12 @@ def test_a_program_failing_at_run_time_falls_back_to_eager(monkeypatch, caplog):
     assert_same(c(x), f(x))
     assert c.launches_per_call == 1
 
-    def fault(self, inputs):
+    def fault(inputs):
         raise RuntimeError("kernel fault")
 
-    monkeypatch.setattr(HostProgram, "__call__", fault)
+    # The kernel's entry, as the generated host code calls it (per call, by attribute).
+    (kernel,) = [s.fn.kernel for s in c.last.program.all_steps() if s.kind == "kernel"]
+    monkeypatch.setattr(kernel, "call", fault)
     with caplog.at_level(logging.WARNING, logger="fusec"):
         assert_same(c(x), f(x))
         assert_same(c(x), f(x))  # the specialization now runs eagerly

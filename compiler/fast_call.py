@@ -1,0 +1,221 @@
+"""The fast path of a `CompiledFunction` call: one generated function per
+specialization that checks a call's arguments against its key and runs its
+host program, with no key built and no dictionary looked up.
+
+`CompiledFunction.__call__` computes a specialization key per call (a tuple per
+argument: dtype, device, size-1 dims, contiguity, autograd) and looks it up.
+Once a call has run a compiled specialization, `fast_path` writes out that key
+as flat checks over attribute reads, so the next call with the same kinds of
+arguments goes straight to the program; any difference (another dtype, a new
+size-1 dim, grad mode, a keyword argument) returns `MISS` and the call takes
+the full path, which then installs the fast path of the key it found:
+
+    def fast(args):
+        if len(args) != 2 or grad_enabled() is not G:
+            return MISS
+        a0, a1 = args
+        if not (type(a0) is Tensor and a0.dtype is D0 and a0.is_cpu
+                and a0.layout is STRIDED and not a0.is_nested):
+            return MISS
+        z = a0.shape
+        if not (len(z) == 2 and z[0] != 1 and z[1] != 1 and a0.is_contiguous()
+                and not a0.requires_grad):
+            return MISS
+        ...                                   # a1 alike
+        if size_class(a0.shape[1], 0) != K0:  # how a chunk cuts dim 1
+            return MISS
+        skipped = program.skipped_launches
+        try:
+            results = run(args)
+        except Exception as e:
+            return failed(args, e)            # eager decides, as on the full path
+        n = LAUNCHES - (program.skipped_launches - skipped)
+        program.last_launches = owner.launches_per_call = n
+        owner.last = spec
+        return fill(results)
+
+Every check the key makes is kept, so the fast path runs a program only for
+calls the full path would have run it for. Guards (`fusion.guard`) of function
+arguments whose checks the key implies are not checked again: the fast path
+runs the program's `run_passing` variant, where they are `True`.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+
+MISS: Any = object()
+"""What a fast path returns when the call is not for its specialization."""
+
+_MAX_PARAMETERS = 16
+"""Modules with more parameters than this keep the full path under grad mode
+(each parameter's `requires_grad` would be one more check per call)."""
+
+
+@functools.lru_cache(maxsize=4096)
+def _size_class(kind: str, params: tuple[int, ...], n: int) -> Any:
+    from fusec.size_checks import classify
+
+    return classify(kind, params, n)
+
+
+def fast_path(owner: Any, key: Any, spec: Any) -> Callable[[tuple[Any, ...]], Any] | None:
+    """The generated fast path of `spec` for calls whose key is `key` (a key of
+    `owner`, a `CompiledFunction`), or None when its key has parts flat checks
+    do not cover (autograd, values other than tensors and scalars)."""
+    program = spec.program
+    params = owner._params()
+    if (
+        program is None
+        or spec.training is not None
+        or spec.unconfirmed
+        or owner.options.cuda_graphs
+        or not isinstance(key, tuple)
+        or not isinstance(key[0], bool)
+        or params is None
+    ):
+        return None
+    grad = key[0]
+    n = len(params)
+    checks = owner._size_checks if owner._size_checks and not owner._exact_shapes else ()
+    arg_specs = key[1 : 1 + n]
+    if len(arg_specs) != n or len(key) != 1 + n + (1 if checks else 0):
+        return None
+    if grad and len(owner._parameters) > _MAX_PARAMETERS:
+        return None
+    env: dict[str, Any] = {
+        "MISS": MISS,
+        "Tensor": torch.Tensor,
+        "STRIDED": torch.strided,
+        "grad_enabled": torch.is_grad_enabled,
+        "G": grad,
+        "program": program,
+        "run": program._run,  # or, below, the run that skips guards the checks imply
+        "owner": owner,
+        "spec": spec,
+        "fill": spec.fill,
+        "LAUNCHES": program.launches,
+        "size_class": _size_class,
+    }
+    lines = ["def fast(args):"]
+    lines.append(f"    if len(args) != {n} or grad_enabled() is not G:")
+    lines.append("        return MISS")
+    if n:
+        lines.append("    " + "".join(f"a{i}, " for i in range(n)) + "= args")
+    ranks: dict[int, int] = {}
+    for i, s in enumerate(arg_specs):
+        a = f"a{i}"
+        if isinstance(s, type) and s in (bool, int, float):
+            lines.append(f"    if type({a}) is not {s.__name__}:")
+            lines.append("        return MISS")
+            continue
+        if not (isinstance(s, tuple) and len(s) == 5 and isinstance(s[0], torch.dtype)):
+            return None  # a value, an unhashable argument, ...: the full path decides
+        dtype, device, shape, contiguous, _ = s
+        env[f"D{i}"] = dtype
+        if device.type == "cpu" and device.index is None:
+            on_device = f"{a}.is_cpu"
+        else:
+            env[f"DEV{i}"] = device
+            on_device = f"{a}.device == DEV{i}"
+        lines.append(
+            f"    if not (type({a}) is Tensor and {a}.dtype is D{i} and {on_device}"
+            f" and {a}.layout is STRIDED and not {a}.is_nested):"
+        )
+        lines.append("        return MISS")
+        lines.append(f"    z = {a}.shape")
+        if owner._exact_shapes:
+            env[f"S{i}"] = shape
+            conds = [f"z == S{i}"]
+        else:
+            conds = [f"len(z) == {len(shape)}"]
+            conds += [f"z[{d}] {'==' if one else '!='} 1" for d, one in enumerate(shape)]
+        conds.append(f"{'' if contiguous else 'not '}{a}.is_contiguous()")
+        if grad:
+            conds.append(f"not {a}.requires_grad")
+        lines.append(f"    if not ({' and '.join(conds)}):")
+        lines.append("        return MISS")
+        ranks[i] = len(shape)
+    if grad and owner._parameters:
+        for k, p in enumerate(owner._parameters):
+            env[f"P{k}"] = p
+        grads = " or ".join(f"P{k}.requires_grad" for k in range(len(owner._parameters)))
+        lines.append(f"    if {grads}:")
+        lines.append("        return MISS")
+    classes = key[-1] if checks else ()
+    for k, (c, want) in enumerate(zip(checks, classes, strict=True)):
+        if c.arg not in ranks or c.dim >= ranks[c.arg]:
+            if want is not None:  # `SizeCheck.of` is None for these arguments
+                return None
+            continue
+        env[f"K{k}"], env[f"C{k}"] = want, (c.kind, c.params)
+        lines.append(f"    if size_class(*C{k}, a{c.arg}.shape[{c.dim}]) != K{k}:")
+        lines.append("        return MISS")
+    if spec.args_are_inputs == n:
+        inputs = "args"
+        passing = _passing_guards(program, arg_specs, owner._exact_shapes)
+        if passing:
+            env["run"] = program.run_passing(passing)
+    else:
+        for k, g in enumerate(spec.getters):
+            env[f"g{k}"] = g
+        inputs = "(" + "".join(f"g{k}(args), " for k in range(len(spec.getters))) + ")"
+    env["failed"] = functools.partial(_failed, owner, spec)
+    lines += [
+        "    skipped = program.skipped_launches",
+        "    try:",
+        f"        results = run({inputs})",
+        "    except Exception as e:",
+        "        return failed(args, e)",
+        "    n = LAUNCHES - (program.skipped_launches - skipped)",
+        "    program.last_launches = owner.launches_per_call = n",
+        "    owner.last = spec",
+        "    return fill(results)",
+    ]
+    exec("\n".join(lines), env)  # noqa: S102 - source built from the key's parts only
+    return env["fast"]
+
+
+def _failed(owner: Any, spec: Any, args: Sequence[Any], error: Exception) -> Any:
+    """A program that raised on the fast path: as on the full path (eager runs
+    and decides the error; the specialization runs eagerly from now on)."""
+    owner.last = spec
+    return owner._program_failed(owner._key(args), spec, args, error)
+
+
+def _passing_guards(program: Any, arg_specs: Sequence[Any], exact: bool) -> frozenset[int]:
+    """The program's top-level guard steps that every call passing the fast
+    path's checks passes: guards of function arguments only, each of whose
+    checks (dtype, rank, size-1 dims, contiguity, device) the key implies."""
+    arg_of = {slot: i for i, slot in enumerate(program.arg_slots)}
+    passing = []
+    for j, step in enumerate(program.steps):
+        if step.kind != "guard" or not all(s in arg_of for s in step.ins):
+            continue
+        checks = program.guard_checks(j)
+        if all(
+            _implies(arg_specs[arg_of[s]], c, exact) for s, c in zip(step.ins, checks, strict=True)
+        ):
+            passing.append(j)
+    return frozenset(passing)
+
+
+def _implies(spec: Any, check: Any, exact: bool) -> bool:
+    """Whether every argument of key part `spec` passes `check` (a guard's
+    `_InputCheck`, as its `matches` tests it)."""
+    if not (isinstance(spec, tuple) and len(spec) == 5 and isinstance(spec[0], torch.dtype)):
+        return False
+    dtype, device, shape, contiguous, _ = spec
+    ones = tuple(n == 1 for n in shape) if exact else tuple(shape)
+    where = str(device) if check.full_device else device.type
+    return (
+        dtype == check.dtype
+        and len(ones) == check.ndim
+        and ones == check.ones
+        and (contiguous or not check.contiguous)
+        and where == check.device
+    )

@@ -1,0 +1,146 @@
+"""The per-call fast path (`fusec.fast_call`): a call whose arguments match the
+last specialization's key runs its program directly; any other call takes the
+full path and gets the results (and specializations) the full path gives."""
+
+from __future__ import annotations
+
+import fusec
+import pytest
+import torch
+from fusec.fast_call import MISS
+
+
+def lstm_tail(gates: torch.Tensor, cx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    i, f, g, o = gates.chunk(4, 1)
+    cy = torch.sigmoid(f) * cx + torch.sigmoid(i) * torch.tanh(g)
+    return torch.sigmoid(o) * torch.tanh(cy), cy
+
+
+def _same(f, fn, *args):
+    torch.testing.assert_close(f(*args), fn(*args))
+
+
+def test_second_call_takes_the_fast_path_and_matches_eager():
+    f = fusec.compile(lstm_tail)
+    args = (torch.randn(8, 32), torch.randn(8, 8))
+    _same(f, lstm_tail, *args)
+    assert f._fast is not None
+    assert f._fast(args) is not MISS
+    for _ in range(3):
+        _same(f, lstm_tail, *args)
+        assert f.launches_per_call == 1
+    # Other sizes of the same kinds (a chunk that cuts alike) stay on it.
+    other = (torch.randn(5, 24), torch.randn(5, 6))
+    assert f._fast(other) is not MISS
+    _same(f, lstm_tail, *other)
+    assert len(f.specializations) == 1
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda g, c: (g.double(), c.double()),  # dtype
+        lambda g, c: (g, c[:1]),  # a size-1 dim (broadcast)
+        lambda g, c: (g, c.t().contiguous().t()),  # layout
+        lambda g, c: (g[:, :8], c[:, :2]),  # strided views
+        lambda g, c: (g[:, :6], c[:, :2]),  # a chunk that cuts differently (6 -> 3 pieces)
+        lambda g, c: (g, 2.0),  # a scalar for a tensor
+    ],
+)
+def test_a_different_argument_misses_and_runs_as_eager(change):
+    f = fusec.compile(lstm_tail)
+    args = (torch.randn(8, 32), torch.randn(8, 8))
+    _same(f, lstm_tail, *args)
+    new = change(*args)
+    assert f._fast(new) is MISS
+    try:
+        want = lstm_tail(*new)
+    except Exception as e:  # noqa: BLE001 - eager's error is the one to see
+        with pytest.raises(type(e)):
+            f(*new)
+    else:
+        torch.testing.assert_close(f(*new), want)
+    _same(f, lstm_tail, *args)  # and back
+
+
+def test_grad_mode_and_requires_grad_take_the_full_path():
+    f = fusec.compile(lstm_tail)
+    args = (torch.randn(8, 32), torch.randn(8, 8))
+    with torch.no_grad():
+        _same(f, lstm_tail, *args)
+    assert f._fast is not None and f._fast(args) is MISS  # grad mode is on here
+    gates = args[0].clone().requires_grad_()
+    hy, _ = f(gates, args[1])
+    assert hy.grad_fn is not None  # autograd recorded it: the training path ran
+    hy.sum().backward()
+    eager = args[0].clone().requires_grad_()
+    lstm_tail(eager, args[1])[0].sum().backward()
+    torch.testing.assert_close(gates.grad, eager.grad)
+
+
+def test_keyword_arguments_take_the_full_path():
+    f = fusec.compile(lstm_tail)
+    args = (torch.randn(8, 32), torch.randn(8, 8))
+    _same(f, lstm_tail, *args)
+    torch.testing.assert_close(f(args[0], cx=args[1]), lstm_tail(*args))
+    with pytest.raises(TypeError):
+        f(*args, bogus=1)
+
+
+class Scale(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(4), requires_grad=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(x * self.w) + 1
+
+
+def test_a_parameter_that_starts_requiring_grad_leaves_the_fast_path():
+    m = Scale()
+    f = fusec.compile(m)
+    x = torch.randn(3, 4)
+    _same(f, m, x)
+    assert f._fast is not None and f._fast((x,)) is not MISS
+    m.w.requires_grad_()
+    assert f._fast((x,)) is MISS
+    y = f(x)
+    assert y.grad_fn is not None
+    torch.testing.assert_close(y, m(x))
+
+
+def test_guards_still_run_for_a_reused_program():
+    """Past max_specializations a compiled program serves other inputs through
+    its guards: the fast path of such a key keeps them."""
+
+    def fn(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return torch.sigmoid(x) * y + 1
+
+    f = fusec.compile(fn, max_specializations=1)
+    _same(f, fn, torch.randn(4, 4), torch.randn(4, 4))
+    assert f.launches_per_call == 1
+    with pytest.warns(UserWarning):
+        _same(f, fn, torch.randn(4, 4), torch.randn(1, 4))
+    for _ in range(2):  # the second call is on the fast path
+        _same(f, fn, torch.randn(4, 4), torch.randn(1, 4))
+        assert f.launches_per_call == 0  # its guard failed: the group ran unfused
+    _same(f, fn, torch.randn(4, 4), torch.randn(4, 4))
+    assert f.launches_per_call == 1
+
+
+def test_a_program_that_fails_on_the_fast_path_lets_eager_decide():
+    def fn(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return (x // y) + 1
+
+    f = fusec.compile(fn)
+    x = torch.tensor([7, 8, 9])
+    _same(f, fn, x, torch.tensor([2, 3, 4]))
+    _same(f, fn, x, torch.tensor([2, 3, 4]))
+    zero = torch.tensor([2, 0, 4])
+    with pytest.raises(RuntimeError) as eager_error:
+        fn(x, zero)
+    with pytest.raises(RuntimeError, match=str(eager_error.value)):
+        f(x, zero)
+    _same(f, fn, x, torch.tensor([2, 3, 4]))
+    # Eager raised too, so the inputs were bad, not the program: it stays.
+    assert f.launches_per_call == 1
