@@ -133,17 +133,18 @@ def elf_undefined_symbols(obj: bytes) -> list[str]:
     return names
 
 
-def check_symbols(mod: llvm.ModuleRef, tm: llvm.TargetMachine) -> None:
+def check_symbols(mod: llvm.ModuleRef, tm: llvm.TargetMachine) -> bytes:
     """Raises `UnresolvedSymbols` if the machine code of `mod` (what LLVM's
     instruction selection emits, libcalls included) calls a function neither
-    the JIT nor the process provides."""
-    missing = sorted(
-        {n for n in elf_undefined_symbols(tm.emit_object(mod)) if not _resolvable(n)}
-    )
+    the JIT nor the process provides; else returns that machine code (an
+    object file), so it need not be generated again."""
+    obj = tm.emit_object(mod)
+    missing = sorted({n for n in elf_undefined_symbols(obj) if not _resolvable(n)})
     if missing:
         raise UnresolvedSymbols(
             f"generated code calls {', '.join(missing)}, which the JIT cannot resolve"
         )
+    return obj
 
 
 class JitModule:
@@ -152,7 +153,10 @@ class JitModule:
 
     The machine code is cached on disk (`fusec.runtime.program_cache`, kind
     "object"), so a later process loads it instead of running LLVM's code
-    generator: MCJIT asks the object cache before compiling."""
+    generator: MCJIT asks the object cache before compiling. On a miss the
+    code is generated once, by the symbol check (`check_symbols`), and handed
+    to MCJIT through the same object cache: a kernel of a few hundred ops
+    spends seconds in LLVM's code generator, so it must not run twice."""
 
     def __init__(self, ir_text: str):
         from fusec.runtime import program_cache
@@ -161,13 +165,6 @@ class JitModule:
         cached = None if key is None else program_cache.load("object", key)
         self.object_cache_hit = cached is not None
 
-        def notify(_module: llvm.ModuleRef, data: bytes) -> None:
-            if key is not None and cached is None:
-                program_cache.store("object", key, data)
-
-        def getbuffer(_module: llvm.ModuleRef) -> bytes | None:
-            return None if cached is None else cached[1]
-
         with _lock:
             # An MCJIT engine owns its target machine and frees it with itself:
             # each gets its own, never the shared one.
@@ -175,9 +172,17 @@ class JitModule:
             mod = llvm.parse_assembly(ir_text)
             mod.verify()
             if cached is None:  # a cached object was checked before it was stored
-                check_symbols(mod, tm)
+                obj = check_symbols(mod, tm)
+                if key is not None:
+                    program_cache.store("object", key, obj)
+            else:
+                obj = cached[1]
+
+            def getbuffer(_module: llvm.ModuleRef) -> bytes:
+                return obj
+
             self._engine = llvm.create_mcjit_compiler(mod, tm)
-            self._engine.set_object_cache(notify, getbuffer)
+            self._engine.set_object_cache(None, getbuffer)
             self._engine.finalize_object()
             self._mod = mod
 
