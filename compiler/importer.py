@@ -1451,15 +1451,39 @@ for _target, _fn in list(_FUNCTIONS.items()):
 class _UserFrameTracer(InPlaceTracer):
     """Records each node's stack trace as the frames outside torch and fusec (fx
     keeps only frames below a `forward`, so plain functions would get none), and
-    augmented assignments in place (`fusec.tracing`)."""
+    augmented assignments in place (`fusec.tracing`).
 
-    def _filter_traceback_frames(self, user_stack_summary: Any) -> Any:
-        import traceback
+    The trace is fx's text (`record_stack_traces`), made here from the Python
+    frames: fx's own symbolizes a native traceback, whose first use imports
+    torch._inductor and Dynamo (seconds of a cold compile), and looks up every
+    frame's line, where only the user's frames are kept."""
 
-        from fusec.source_lines import is_library_file
+    def create_node(self, *args: Any, **kwargs: Any) -> torch.fx.Node:
+        node = super().create_node(*args, **kwargs)
+        if not node.stack_trace:
+            trace = _user_stack_trace()
+            if trace:
+                node.stack_trace = trace
+        return node
 
-        frames = [f for f in user_stack_summary if not is_library_file(f.filename)]
-        return traceback.StackSummary.from_list(frames)
+
+def _user_stack_trace() -> str:
+    """The caller's stack outside torch and fusec, as fx formats a node's
+    `stack_trace` (outermost frame first)."""
+    import sys
+    import traceback
+
+    from fusec.source_lines import is_library_file
+
+    frames: list[traceback.FrameSummary] = []
+    frame = sys._getframe(1)
+    while frame is not None:
+        code = frame.f_code
+        if not is_library_file(code.co_filename):
+            frames.append(traceback.FrameSummary(code.co_filename, frame.f_lineno, code.co_name))
+        frame = frame.f_back
+    frames.reverse()
+    return "".join(traceback.StackSummary.from_list(frames).format()).strip()
 
 
 def trace(fn_or_module: Any) -> torch.fx.GraphModule:
@@ -1469,7 +1493,6 @@ def trace(fn_or_module: Any) -> torch.fx.GraphModule:
     try:
         # Stack traces let logs and explanations name the user's source lines.
         tracer = _UserFrameTracer()
-        tracer.record_stack_traces = True
         graph = tracer.trace(fn_or_module)
         name = (
             fn_or_module.__class__.__name__
