@@ -57,11 +57,27 @@ def _with_vector_width(ir_text: str, width: int | None) -> str:
     )
 
 
+LARGE_KERNEL_LINES = 4000
+"""Unoptimized IR lines above which a kernel's vectorized loop gets no vector
+epilogue: a kernel of a few hundred fused ops (about 25 lines per
+transcendental op) would otherwise be compiled three times over (vector loop,
+vector epilogue, scalar remainder), and LLVM's code generator spends half its
+time on the epilogue, which only serves the last few elements of a chunk."""
+
+
+def _vector_epilogue(enabled: bool) -> None:
+    # A process-wide LLVM option: set for every module, under `_lock`.
+    llvm.set_option("", f"-enable-epilogue-vectorization={'true' if enabled else 'false'}")
+
+
 def optimize_for_host(ir_text: str) -> str:
     """Runs LLVM's O3 pipeline (new pass manager) tuned for the host CPU, with
-    the host's full vector width."""
+    the host's full vector width (no vector epilogue for kernels over
+    `LARGE_KERNEL_LINES`)."""
+    large = ir_text.count("\n") > LARGE_KERNEL_LINES
     ir_text = _with_vector_width(ir_text, host_vector_width())
     with _lock:
+        _vector_epilogue(not large)
         tm = host_target_machine()
         mod = llvm.parse_assembly(ir_text)
         mod.triple = tm.triple
