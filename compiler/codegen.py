@@ -67,16 +67,20 @@ def _math_pass(target: str) -> str:
 
 def llvm_pipeline(target: str = "cpu") -> str:
     """The `-p` pipeline from the loop level to the llvm dialect (on the CPU,
-    loops over sin/cos first get their fast path: `sincos-fast-path`)."""
+    loops over sin/cos first get their fast path: `sincos-fast-path`).
+
+    The math lowering comes after the memref, cf and func conversions: on the
+    CPU it expands each transcendental op into some twenty llvm ops, which the
+    passes after it would only walk past (the IR is the same either way)."""
     return ",".join(
         ([] if target != "cpu" else ["sincos-fast-path"])
         + [
             "convert-scf-to-cf",
             "convert-arith-to-llvm",
-            _math_pass(target),
             "convert-memref-to-llvm",
             "convert-cf-to-llvm",
             "convert-func-to-llvm",
+            _math_pass(target),
             "reconcile-unrealized-casts",
         ]
     )

@@ -277,6 +277,8 @@ class _Importer:
         self.node: torch.fx.Node | None = None
         self.origins: dict[Operation, torch.fx.Node] = {}
         self.opaque_reasons: dict[str, str] = {}
+        self.verified: set[Operation] = set()
+        """Ops verified as they were imported (`check_types`), not again at the end."""
         self.symbolic = _has_symbolic_sizes(gm)
         """The graph was captured with symbolic sizes (Dynamo `dynamic=True`, SymInt
         inputs): sizes are runtime values, so no op may bake one of this call's."""
@@ -457,7 +459,7 @@ class _Importer:
         f = func.FuncOp(_hint(name), ftype, Region(self.block))
         module = ModuleOp([f])
         try:
-            module.verify()
+            _verify_except(module, self.verified)
         except VerifyException as e:
             raise UnsupportedGraph(f"imported IR does not verify: {e}") from e
         # In a graph with symbolic sizes, the sizes that are still constants are
@@ -825,6 +827,7 @@ class _Importer:
             raise _NotMapped(f"inferred {getattr(result, 'type', result)}, PyTorch gave {want}")
         if isinstance(result.owner, Operation):
             result.owner.verify()
+            self.verified.add(result.owner)
 
     def attr_operand(self, module_path: str, name: str, value: Any) -> SSAValue | None:
         if value is None:
@@ -1562,6 +1565,15 @@ for _target, _fn in list(_FUNCTIONS.items()):
 # ---------------------------------------------------------------------- entry points
 
 
+def _verify_except(module: ModuleOp, verified: set[Operation]) -> None:
+    """`module.verify()`, less the ops in `verified`: each was verified when
+    it was imported and its operand and result types have not changed since
+    (verifying a 10,000-op graph twice costs seconds)."""
+    for op in module.walk():
+        if op not in verified:
+            op.verify(verify_nested_ops=False)
+
+
 class _UserFrameTracer(InPlaceTracer):
     """Records each node's stack trace as the frames outside torch and fusec (fx
     keeps only frames below a `forward`, so plain functions would get none), and
@@ -1588,7 +1600,7 @@ def _user_stack_trace(frame: Any) -> str:
 
     from fusec.source_lines import is_library_file
 
-    frames = []
+    frames: list[traceback.FrameSummary] = []
     while frame is not None:
         code = frame.f_code
         if not is_library_file(code.co_filename):

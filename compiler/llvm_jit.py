@@ -58,11 +58,27 @@ def _with_vector_width(ir_text: str, width: int | None) -> str:
     )
 
 
+LARGE_KERNEL_LINES = 4000
+"""Unoptimized IR lines above which a kernel's vectorized loop gets no vector
+epilogue: a kernel of a few hundred fused ops (about 25 lines per
+transcendental op) would otherwise be compiled three times over (vector loop,
+vector epilogue, scalar remainder), and LLVM's code generator spends half its
+time on the epilogue, which only serves the last few elements of a chunk."""
+
+
+def _vector_epilogue(enabled: bool) -> None:
+    # A process-wide LLVM option: set for every module, under `_lock`.
+    llvm.set_option("", f"-enable-epilogue-vectorization={'true' if enabled else 'false'}")
+
+
 def optimize_for_host(ir_text: str) -> str:
     """Runs LLVM's O3 pipeline (new pass manager) tuned for the host CPU, with
-    the host's full vector width."""
+    the host's full vector width (no vector epilogue for kernels over
+    `LARGE_KERNEL_LINES`)."""
+    large = ir_text.count("\n") > LARGE_KERNEL_LINES
     ir_text = _with_vector_width(ir_text, host_vector_width())
     with _lock:
+        _vector_epilogue(not large)
         tm = host_target_machine()
         mod = llvm.parse_assembly(ir_text)
         mod.triple = tm.triple
@@ -152,17 +168,18 @@ def elf_undefined_symbols(obj: bytes) -> list[str]:
     return names
 
 
-def check_symbols(mod: llvm.ModuleRef, tm: llvm.TargetMachine) -> None:
+def check_symbols(mod: llvm.ModuleRef, tm: llvm.TargetMachine) -> bytes:
     """Raises `UnresolvedSymbols` if the machine code of `mod` (what LLVM's
     instruction selection emits, libcalls included) calls a function neither
-    the JIT nor the process provides."""
-    missing = sorted(
-        {n for n in elf_undefined_symbols(tm.emit_object(mod)) if not _resolvable(n)}
-    )
+    the JIT nor the process provides; else returns that machine code (an
+    object file), so it need not be generated again."""
+    obj = tm.emit_object(mod)
+    missing = sorted({n for n in elf_undefined_symbols(obj) if not _resolvable(n)})
     if missing:
         raise UnresolvedSymbols(
             f"generated code calls {', '.join(missing)}, which the JIT cannot resolve"
         )
+    return obj
 
 
 class JitModule:
@@ -171,7 +188,10 @@ class JitModule:
 
     The machine code is cached on disk (`fusec.runtime.program_cache`, kind
     "object"), so a later process loads it instead of running LLVM's code
-    generator: MCJIT asks the object cache before compiling."""
+    generator: MCJIT asks the object cache before compiling. On a miss the
+    code is generated once, by the symbol check (`check_symbols`), and handed
+    to MCJIT through the same object cache: a kernel of a few hundred ops
+    spends seconds in LLVM's code generator, so it must not run twice."""
 
     def __init__(self, ir_text: str):
         from fusec.runtime import program_cache
@@ -180,13 +200,6 @@ class JitModule:
         cached = None if key is None else program_cache.load("object", key)
         self.object_cache_hit = cached is not None
 
-        def notify(_module: llvm.ModuleRef, data: bytes) -> None:
-            if key is not None and cached is None:
-                program_cache.store("object", key, data)
-
-        def getbuffer(_module: llvm.ModuleRef) -> bytes | None:
-            return None if cached is None else cached[1]
-
         with _lock:
             # An MCJIT engine owns its target machine and frees it with itself:
             # each gets its own, never the shared one.
@@ -194,9 +207,17 @@ class JitModule:
             mod = llvm.parse_assembly(ir_text)
             mod.verify()
             if cached is None:  # a cached object was checked before it was stored
-                check_symbols(mod, tm)
+                obj = check_symbols(mod, tm)
+                if key is not None:
+                    program_cache.store("object", key, obj)
+            else:
+                obj = cached[1]
+
+            def getbuffer(_module: llvm.ModuleRef) -> bytes:
+                return obj
+
             self._engine = llvm.create_mcjit_compiler(mod, tm)
-            self._engine.set_object_cache(notify, getbuffer)
+            self._engine.set_object_cache(None, getbuffer)
             self._engine.finalize_object()
             self._mod = mod
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from fusec.dialects.aten import CatOp, ChunkOp, Reduction
+from fusec.dialects.aten import CatOp, ChunkOp
 from fusec.dialects.fusion import GroupOp
 from fusec.dialects.inference import broadcast_shapes
 from fusec.passes.fuse_concat_exits import reads_cat_exit
@@ -150,14 +150,17 @@ def try_fuse(
     joined = mine.join(theirs) if mine is not None and theirs is not None else None
     if joined is None:
         return False
-    if not _outputs_broadcast(consumer, producer):
+    reducing = state.reduces(consumer) or state.reduces(producer)
+    if not reducing and not _outputs_broadcast(consumer, producer):
         return False
     group = consumer if isinstance(consumer, GroupOp) else wrap_in_group(consumer, rewriter, state)
     if isinstance(producer, GroupOp):
-        merge_groups(group, producer, rewriter, state)
+        # The larger body is kept, so the group that remains may be `producer`.
+        group = merge_groups(group, producer, rewriter, state)
     else:
         absorb_op(group, producer, rewriter, state)
     shapes[group] = joined
+    state.fused(group, reducing)
     return True
 
 
@@ -174,15 +177,13 @@ def _ops(op: Operation, state: FusionState) -> int:
 
 
 def _outputs_broadcast(*ops: Operation) -> bool:
-    """Can one kernel compute the results of `ops`? It runs over a single index
-    space, so their shapes must broadcast together: a producer feeding
-    `a + y` (2x3) and `a * z` (5x3) stays out of a group holding both.
+    """Can one kernel compute the results of `ops` (none of which reduces:
+    for reduction groups `reduction_domain` decides what fits)? It runs over a
+    single index space, so their shapes must broadcast together: a producer
+    feeding `a + y` (2x3) and `a * z` (5x3) stays out of a group holding both.
     (A cat exit's result is written part by part and does not count.)"""
     shapes: list[tuple[int, ...]] = []
     for op in ops:
-        if _reduces(op):
-            return True  # reduction groups: `reduction_domain` decides what fits
-
         yielded = op.yield_op.values if isinstance(op, GroupOp) else op.results
         for r, v in zip(op.results, yielded, strict=True):
             if isinstance(r.type, TensorType) and not isinstance(v.owner, CatOp):
@@ -192,12 +193,6 @@ def _outputs_broadcast(*ops: Operation) -> bool:
     except VerifyException:
         return False
     return True
-
-
-def _reduces(op: Operation) -> bool:
-    if isinstance(op, GroupOp):
-        return any(o.has_trait(Reduction) for o in op.body.block.ops)
-    return op.has_trait(Reduction)
 
 
 @dataclass
@@ -298,9 +293,12 @@ class FusePass(ModulePass):
     """Most inputs + outputs a group (one kernel) may take."""
 
     max_group_ops: int = field(default=DEFAULT_MAX_GROUP_OPS)
-    """Most ops one group may hold (0: no cap). Compiling a kernel grows faster
-    than linearly in its size (lowering, LLVM's O3), so long chains are cut into
-    kernels of at most this many ops; identical pieces share one kernel."""
+    """Most ops one group may hold, not counting the scalar constants cloned in
+    (0: no cap). Compiling a kernel grows faster than linearly in its size
+    (lowering, LLVM's O3), so long chains are cut into kernels of at most this
+    many ops; identical pieces share one kernel (constants do not count, so a
+    chain repeating a pattern of k ops is cut into identical pieces whenever k
+    divides the cap)."""
 
     horizontal: bool = field(default=False)
     """Also fuse siblings that read the same tensor."""

@@ -27,7 +27,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from fusec.dialects.aten import CopyOp, Pointwise
+from fusec.dialects.aten import CopyOp, Pointwise, Reduction
 from fusec.dialects.fusion import GroupOp, YieldOp
 from fusec.dialects.inference import is_scalar
 from fusec.passes.aliasing import alias_root, may_alias, tensor_roots
@@ -98,6 +98,7 @@ class FusionState:
     _seq: itertools.count[int] = field(default_factory=itertools.count)
     cloned_constants: set[Operation] = field(default_factory=set[Operation])
     _sizes: dict[GroupOp, int] = field(default_factory=dict[GroupOp, int])
+    _reducing: dict[GroupOp, bool] = field(default_factory=dict[GroupOp, bool])
     _writes: dict[Block, tuple[list[int], list[object]]] = field(
         default_factory=dict[Block, tuple[list[int], list[object]]]
     )
@@ -140,14 +141,32 @@ class FusionState:
         self._hints.clear()
 
     def size(self, group: GroupOp) -> int:
-        """Ops in `group`'s body (its yield included), counted once per group."""
+        """Ops in `group`'s body (its yield included, scalar constants not: they are
+        cloned into every group that reads them and cost a kernel nothing), counted
+        once per group."""
         size = self._sizes.get(group)
         if size is None:
-            size = self._sizes[group] = sum(1 for _ in group.body.block.ops)
+            ops = group.body.block.ops
+            size = self._sizes[group] = sum(1 for o in ops if not is_scalar_constant(o))
         return size
 
     def grow(self, group: GroupOp, by: int) -> None:
         self._sizes[group] = self.size(group) + by
+
+    def reduces(self, op: Operation) -> bool:
+        """Does `op` reduce (a group: does it hold a reduction)? A group's body is
+        scanned once; `fused` keeps the answer as groups grow, so a chain of n ops
+        does not cost n scans of its growing group."""
+        if not isinstance(op, GroupOp):
+            return op.has_trait(Reduction)
+        reducing = self._reducing.get(op)
+        if reducing is None:
+            reducing = self._reducing[op] = any(o.has_trait(Reduction) for o in op.body.block.ops)
+        return reducing
+
+    def fused(self, group: GroupOp, reducing: bool) -> None:
+        """`group` is the result of a fusion step whose parts reduced iff `reducing`."""
+        self._reducing[group] = reducing
 
     def position(self, op: Operation) -> int:
         """Topological index of `op` in its block (numbering the block on first use)."""
@@ -176,6 +195,7 @@ class FusionState:
         self._pos.pop(op, None)
         if isinstance(op, GroupOp):
             self._sizes.pop(op, None)
+            self._reducing.pop(op, None)
 
     def note_user(self, value: SSAValue, op: Operation) -> None:
         """`op` (already numbered) started reading `value`."""
@@ -303,7 +323,6 @@ def _clone_constant(
     clone = const.clone()
     block.insert_op_before(clone, anchor)
     state.cloned_constants.add(const)
-    state.grow(block.parent_op(), 1)  # pyright: ignore[reportArgumentType]
     return clone.results[0]
 
 

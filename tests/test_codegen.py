@@ -291,3 +291,33 @@ def test_parallel_split_large() -> None:
     x = sample(torch.float32, (1 << 18,))
     (got,) = run([x, 0.5], lambda b, a, s: b.TanhOp(b.MulOp(a, s)))
     check(got, torch.tanh(x * 0.5))
+
+
+def test_large_kernel_has_no_vector_epilogue() -> None:
+    """A kernel over `LARGE_KERNEL_LINES` gets no vector epilogue (half of its
+    code generation time) and stays right on sizes that leave a remainder; the
+    next small kernel is optimized exactly as before (the LLVM option is reset)."""
+    from fusec.codegen import kernel_llvm_ir
+    from fusec.llvm_jit import LARGE_KERNEL_LINES, optimize_for_host
+
+    x = sample(torch.float32, (1000 + 13,))
+
+    def chain(b, a):
+        for _ in range(80):
+            a = b.TanhOp(b.SigmoidOp(a))
+        return a
+
+    large = make_group([x], chain)
+    _, ir_text, _ = kernel_llvm_ir(large)
+    assert ir_text.count("\n") > LARGE_KERNEL_LINES
+    small = make_group([x], lambda b, a: b.TanhOp(a))
+    _, small_ir, _ = kernel_llvm_ir(small)
+    small_before = optimize_for_host(small_ir)
+    optimized = optimize_for_host(ir_text)
+    assert "vec.epilog" not in optimized and "vector.body" in optimized
+    assert optimize_for_host(small_ir) == small_before
+    (got,) = load_kernel(build_kernel(large))([x])
+    want = x
+    for _ in range(80):
+        want = torch.tanh(torch.sigmoid(want))
+    check(got, want)
