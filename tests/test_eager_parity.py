@@ -112,7 +112,7 @@ def test_module_calling_an_unresolvable_symbol_is_refused():
 def test_kernel_that_cannot_load_falls_back_to_pytorch(monkeypatch):
     from fusec import llvm_jit
 
-    monkeypatch.setattr(llvm_jit, "elf_undefined_symbols", lambda obj: ["__truncdfhf2"])
+    monkeypatch.setattr(llvm_jit, "elf_undefined_symbols", lambda obj: ["__fusec_no_such_helper"])
     fn = lambda a: (a * 2 + 1).half()  # noqa: E731
     x = torch.randn(8, dtype=torch.float64)
     f = fusec.compile(fn)
