@@ -10,7 +10,7 @@ import re
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr
-from xdsl.ir import Operation
+from xdsl.ir import Block, Operation, OpResult
 from xdsl.parser import Parser
 from xdsl.parser.generic_parser import ParserState
 from xdsl.utils.exceptions import (
@@ -154,4 +154,52 @@ def parse_and_verify(
         raise located_verify_error(module, e) from None
     except RecursionError:
         raise LocatedError(f"{op_location(module)}: error: input nested too deeply") from None
+    misuse = first_use_before_definition(module)
+    if misuse is not None:
+        raise misuse
     return module
+
+
+def first_use_before_definition(module: ModuleOp) -> LocatedError | None:
+    """MLIR's dominance check, for what xDSL's verifier leaves out: an operand
+    defined later in its block (or by its own op), or in a block that does not
+    enclose the use (`%1 = aten.mul %1, %s` parses, and passes would then look
+    the value up before it exists). Uses across the blocks of one region follow
+    the CFG and are left to the verifier."""
+    positions: dict[int, dict[Operation, int]] = {}
+
+    def position(op: Operation) -> int:
+        block = op.parent_block()
+        assert block is not None
+        table = positions.get(id(block))
+        if table is None:
+            table = positions[id(block)] = {o: i for i, o in enumerate(block.ops)}
+        return table[op]
+
+    for op in module.walk():
+        for i, v in enumerate(op.operands):
+            defined_in = v.op.parent_block() if isinstance(v, OpResult) else v.block  # type: ignore[union-attr]
+            user: Operation | None = op
+            while user is not None and user.parent_block() is not defined_in:
+                user = user.parent_op()
+            if user is None:
+                if _shares_region(op, defined_in):
+                    continue
+                why = "is not visible here"
+            elif isinstance(v, OpResult) and (user is v.op or position(user) < position(v.op)):
+                why = "is used before it is defined"
+            else:
+                continue
+            return LocatedError(f"{op_location(op)}: error: '{op.name}' op operand #{i} {why}")
+    return None
+
+
+def _shares_region(op: Operation, block: Block | None) -> bool:
+    region = None if block is None else block.parent
+    cur: Operation | None = op
+    while cur is not None:
+        parent = cur.parent_block()
+        if parent is not None and parent.parent is region:
+            return True
+        cur = cur.parent_op()
+    return False

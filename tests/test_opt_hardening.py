@@ -166,3 +166,30 @@ def test_an_empty_file_is_an_empty_module(tmp_path, source):
     rc, out, err = run(tmp_path, source)
     assert rc == 0, err
     assert out.split() == ["builtin.module", "{", "}"]
+
+
+@pytest.mark.parametrize(
+    ("body", "line"),
+    [
+        # Its own result as an operand (a fuzzer's mutation of a lit input).
+        (
+            "  %0 = aten.exp %x : tensor<4xf32> -> tensor<4xf32>\n"
+            "  %1 = aten.neg %1 : tensor<4xf32> -> tensor<4xf32>\n",
+            3,
+        ),
+        # A value defined by a later op of the block.
+        (
+            "  %1 = aten.neg %0 : tensor<4xf32> -> tensor<4xf32>\n"
+            "  %0 = aten.exp %x : tensor<4xf32> -> tensor<4xf32>\n",
+            2,
+        ),
+    ],
+)
+def test_use_before_definition_is_a_located_error(tmp_path: Path, body: str, line: int) -> None:
+    source = (
+        "func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {\n"
+        + body
+        + "  func.return %1 : tensor<4xf32>\n}\n"
+    )
+    for args in ((), ("--fuse",), ("-p", "lower-group-to-loops{target=nvptx}")):
+        assert_located(tmp_path, source, line, "is used before it is defined", *args)
