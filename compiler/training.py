@@ -137,13 +137,13 @@ class AutogradCompilers:
     def aot_kwargs(self) -> dict[str, Any]:
         """The compilers, partitioner and decompositions, as `aot_function`,
         `aot_module_simplified` and Dynamo's `aot_autograd` take them."""
-        from torch._functorch.partitioners import min_cut_rematerialization_partition
+        from fusec.partition import fusec_partition
 
         return {
             "fw_compiler": self.compiler("forward"),
             "bw_compiler": self.compiler("backward"),
             "inference_compiler": self.compiler("inference"),
-            "partition_fn": min_cut_rematerialization_partition,
+            "partition_fn": fusec_partition,
             "decompositions": pointwise_decompositions(),
         }
 
