@@ -60,9 +60,7 @@ def wasteful_recomputations(fw: torch.fx.GraphModule, bw: torch.fx.GraphModule) 
     directly, which `fw` materializes anyway and whose recomputation reads two or
     more of the backward's inputs (saved forward tensors)."""
     fw_nodes = {n.name: n for n in fw.graph.nodes if n.op == "call_function"}
-    recomputed = {
-        n for n in bw.graph.nodes if n.op == "call_function" and n.name in fw_nodes
-    }
+    recomputed = {n for n in bw.graph.nodes if n.op == "call_function" and n.name in fw_nodes}
     found = []
     for node in recomputed:
         # Only the frontier: a value a real backward op reads.

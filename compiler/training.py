@@ -4,7 +4,8 @@ When autograd needs gradients (grad mode on and an input or parameter requires
 grad), fusec does not run the graph eagerly: PyTorch's AOTAutograd traces the
 joint forward+backward graph at the ATen level, `min_cut_rematerialization_partition`
 splits it (recomputing cheap pointwise work in the backward instead of saving
-it, as Inductor does) and fusec compiles each half like any graph:
+it, as Inductor does; `fusec.partition` saves what the forward writes out anyway
+when recomputing it would read more) and fusec compiles each half like any graph:
 
     graph (torch level) ──AOTAutograd──▶ joint ATen graph ──min-cut──▶ fw graph ─▶ fusec.compile
                                                                     └▶ bw graph ─▶ fusec.compile
