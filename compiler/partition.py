@@ -62,7 +62,7 @@ def wasteful_recomputations(fw: torch.fx.GraphModule, bw: torch.fx.GraphModule) 
     fw_nodes = {n.name: n for n in fw.graph.nodes if n.op == "call_function"}
     recomputed = {n for n in bw.graph.nodes if n.op == "call_function" and n.name in fw_nodes}
     found = []
-    for node in recomputed:
+    for node in sorted(recomputed, key=lambda n: n.name):
         # Only the frontier: a value a real backward op reads.
         if all(user in recomputed for user in node.users):
             continue
@@ -98,8 +98,9 @@ def materialized(node: torch.fx.Node) -> bool:
     users = set(node.users)
     if any(u.op == "output" or not ops.is_fusible(u) for u in users):
         return True
-    # Forward reach from `node` through at least one unfusible op.
-    stack = [u for u in users if not ops.is_fusible(u)]
+    # The unfusible ops `node` reaches through fusible ones, then everything
+    # downstream of them: what depends on `node` through an unfusible op.
+    stack: list[torch.fx.Node] = []
     frontier = list(users)
     seen: set[torch.fx.Node] = set(frontier)
     while frontier:
