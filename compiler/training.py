@@ -4,7 +4,8 @@ When autograd needs gradients (grad mode on and an input or parameter requires
 grad), fusec does not run the graph eagerly: PyTorch's AOTAutograd traces the
 joint forward+backward graph at the ATen level, `min_cut_rematerialization_partition`
 splits it (recomputing cheap pointwise work in the backward instead of saving
-it, as Inductor does) and fusec compiles each half like any graph:
+it, as Inductor does; `fusec.partition` saves what the forward writes out anyway
+when recomputing it would read more) and fusec compiles each half like any graph:
 
     graph (torch level) ──AOTAutograd──▶ joint ATen graph ──min-cut──▶ fw graph ─▶ fusec.compile
                                                                     └▶ bw graph ─▶ fusec.compile
@@ -137,13 +138,13 @@ class AutogradCompilers:
     def aot_kwargs(self) -> dict[str, Any]:
         """The compilers, partitioner and decompositions, as `aot_function`,
         `aot_module_simplified` and Dynamo's `aot_autograd` take them."""
-        from torch._functorch.partitioners import min_cut_rematerialization_partition
+        from fusec.partition import fusec_partition
 
         return {
             "fw_compiler": self.compiler("forward"),
             "bw_compiler": self.compiler("backward"),
             "inference_compiler": self.compiler("inference"),
-            "partition_fn": min_cut_rematerialization_partition,
+            "partition_fn": fusec_partition,
             "decompositions": pointwise_decompositions(),
         }
 

@@ -1,0 +1,119 @@
+"""The forward/backward partition fusec hands AOTAutograd: min-cut, minus the
+recomputations that only make a backward kernel read more.
+
+`min_cut_rematerialization_partition` recomputes a forward value in the backward
+whenever the tensors its recomputation reads are saved anyway: saving them is
+already paid for, so recomputing looks free. It judges what the forward
+materializes by a node's direct users only (a value whose users are all
+pointwise "stays inside a fusion"). That misses values the forward must write
+out because a fusion cannot hold both ends: in the unrolled LSTM
+
+    cx_0 = f_0 * cx_init + i_0 * g_0     # step 0's kernel writes it: its other
+    h_0  = o_0 * tanh(cx_0)              #   end (step 1's f_1 * cx_0) runs after
+    mm(h_0, w_hh)  ...  f_1 * cx_0       #   the matmul that reads h_0
+
+min-cut recomputes `cx_0` from four saved tensors inside step 1's backward
+kernel, which then reads four tensors for one and differs from every other
+step's kernel. `fusec_partition` partitions once, finds each recomputed value
+the forward materializes anyway whose recomputation reads two or more forward
+tensors, marks it `CheckpointPolicy.MUST_SAVE` in the joint graph (min-cut
+honours the mark) and partitions again:
+
+    bw before: mul = f_0 * cx_init ; mul_1 = i_0 * g_0 ; cx_0 = mul + mul_1 ; df_1 = dcy_1 * cx_0
+    bw after:  df_1 = dcy_1 * cx_0                     # cx_0 saved by the forward
+
+Recomputed views and single-input chains (a transpose, `relu` of a saved
+tensor) are left to min-cut: recomputing them reads no more than saving would.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch.fx
+from torch._functorch.partitioners import (
+    get_default_op_list,
+    min_cut_rematerialization_partition,
+)
+from torch.utils.checkpoint import CheckpointPolicy
+
+
+def fusec_partition(
+    joint_module: torch.fx.GraphModule, joint_inputs: Any, **kwargs: Any
+) -> tuple[torch.fx.GraphModule, torch.fx.GraphModule]:
+    """AOTAutograd's `partition_fn`: min-cut, then min-cut again with the
+    recomputations `wasteful_recomputations` finds saved instead."""
+    fw, bw = min_cut_rematerialization_partition(joint_module, joint_inputs, **kwargs)
+    # min-cut runs CSE and replaces `joint_module.graph`: the names of the
+    # partitioned graphs' nodes are those of the graph it leaves behind.
+    joint = {n.name: n for n in joint_module.graph.nodes}
+    marks = [joint[name] for name in wasteful_recomputations(fw, bw) if name in joint]
+    if not marks:
+        return fw, bw
+    for node in marks:
+        node.meta["recompute"] = CheckpointPolicy.MUST_SAVE
+    return min_cut_rematerialization_partition(joint_module, joint_inputs, **kwargs)
+
+
+def wasteful_recomputations(fw: torch.fx.GraphModule, bw: torch.fx.GraphModule) -> list[str]:
+    """Names of the values `bw` recomputes (computed in both graphs) and reads
+    directly, which `fw` materializes anyway and whose recomputation reads two or
+    more of the backward's inputs (saved forward tensors)."""
+    fw_nodes = {n.name: n for n in fw.graph.nodes if n.op == "call_function"}
+    recomputed = {n for n in bw.graph.nodes if n.op == "call_function" and n.name in fw_nodes}
+    found = []
+    for node in sorted(recomputed, key=lambda n: n.name):
+        # Only the frontier: a value a real backward op reads.
+        if all(user in recomputed for user in node.users):
+            continue
+        if len(_cone_inputs(node, recomputed)) < 2:
+            continue
+        if materialized(fw_nodes[node.name]):
+            found.append(node.name)
+    return found
+
+
+def _cone_inputs(node: torch.fx.Node, recomputed: set[torch.fx.Node]) -> set[torch.fx.Node]:
+    """The backward's placeholders a recomputed value is computed from."""
+    inputs: set[torch.fx.Node] = set()
+    stack, seen = [node], {node}
+    while stack:
+        for arg in stack.pop().all_input_nodes:
+            if arg in seen:
+                continue
+            seen.add(arg)
+            if arg.op == "placeholder":
+                inputs.add(arg)
+            elif arg in recomputed:
+                stack.append(arg)
+    return inputs
+
+
+def materialized(node: torch.fx.Node) -> bool:
+    """Must any fusion of the forward write `node` to memory? Yes when it is an
+    output, when a user cannot fuse with it, or when a user also depends on it
+    through an op that cannot fuse (a matmul): one fusion holding `node` and that
+    user would be a cycle through the matmul."""
+    ops = get_default_op_list()
+    users = set(node.users)
+    if any(u.op == "output" or not ops.is_fusible(u) for u in users):
+        return True
+    # The unfusible ops `node` reaches through fusible ones, then everything
+    # downstream of them: what depends on `node` through an unfusible op.
+    stack: list[torch.fx.Node] = []
+    frontier = list(users)
+    seen: set[torch.fx.Node] = set(frontier)
+    while frontier:
+        current = frontier.pop()
+        for user in current.users:
+            if user in seen:
+                continue
+            seen.add(user)
+            (stack if not ops.is_fusible(user) else frontier).append(user)
+    past_unfusible: set[torch.fx.Node] = set(stack)
+    while stack:
+        for user in stack.pop().users:
+            if user not in past_unfusible:
+                past_unfusible.add(user)
+                stack.append(user)
+    return bool(users & past_unfusible)
