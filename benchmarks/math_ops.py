@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import time
 from collections.abc import Callable
-from typing import Any
 
+import compile_bench  # the same timing loop as the whole-graph benchmark
 import fusec
 import torch
+from compile_bench import bench
 
 OPS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "exp": lambda x: torch.exp(x) * 2,
@@ -38,25 +38,6 @@ OPS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "pow": lambda x: torch.pow(x.abs(), 1.7) * 2,
 }
 
-CLOCK: Callable[[], float] = time.perf_counter
-
-
-def bench(fn: Callable[..., Any], args: list[Any], budget: float = 0.3) -> float:
-    """Median seconds per call over batches filling about `budget` seconds."""
-    fn(*args)
-    start = CLOCK()
-    fn(*args)
-    once = max(CLOCK() - start, 1e-7)
-    reps = max(3, min(2000, int(budget / once)))
-    batch = max(1, reps // 9)
-    times = []
-    for _ in range(9):
-        t0 = CLOCK()
-        for _ in range(batch):
-            fn(*args)
-        times.append((CLOCK() - t0) / batch)
-    return statistics.median(times)
-
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -67,9 +48,8 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=0, help="threads (0: all cores)")
     ap.add_argument("--cpu-time", action="store_true", help="time with process CPU time")
     opts = ap.parse_args()
-    global CLOCK
     if opts.cpu_time:
-        CLOCK = time.process_time
+        compile_bench.CLOCK = time.process_time
     if opts.threads:
         torch.set_num_threads(opts.threads)
         os.environ["FUSEC_NUM_THREADS"] = str(opts.threads)

@@ -14,6 +14,7 @@ from fusec.backend import fusec_backend
 from fusec.importer import UnsupportedGraph
 from torch._dynamo.backends.common import aot_autograd
 
+from tests.compare import assert_same
 from tests.transformer_blocks import MLP, GPT2Block, LlamaBlock, LSTMCell, ViTBlock
 
 SHAPES = [(2, 4), (3, 5)]
@@ -24,16 +25,6 @@ MODELS = {
     "mlp": (MLP, lambda b, t: (torch.randn(b * t, 16),)),
     "lstm": (LSTMCell, lambda b, t: (torch.randn(b, 16), torch.randn(b, 8), torch.randn(b, 8))),
 }
-
-
-def assert_same(got, want):
-    if isinstance(want, tuple | list):
-        assert isinstance(got, tuple | list) and len(got) == len(want)
-        for g, w in zip(got, want, strict=True):
-            assert_same(g, w)
-        return
-    assert got.shape == want.shape and got.dtype == want.dtype
-    torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-4)
 
 
 class Recorder:
@@ -157,7 +148,9 @@ def test_aot_autograd_forward_and_backward_import_and_match_eager(name):
         return fusec.compile(gm)
 
     torch._dynamo.reset()
-    compiled = torch.compile(model, backend=aot_autograd(fw_compiler=compiler, bw_compiler=compiler))
+    compiled = torch.compile(
+        model, backend=aot_autograd(fw_compiler=compiler, bw_compiler=compiler)
+    )
     for b, t in SHAPES:
         x = inputs(b, t)
         out = compiled(*x)
@@ -361,7 +354,9 @@ def aten_ops_graph(x, y, g, w, b):
     p = A.rsub.Scalar(A.clamp_min.default(x, -0.5), 1.0)
     q = A.where.self(A.gt.Scalar(x, 0.0), A.clamp_max.default(y, 0.3), A.neg.default(y))
     r = A._to_copy.default(A.mul.Tensor(p, q), dtype=torch.float64)
-    c = A.clone.default(A.div.Tensor_mode(x, A.add.Scalar(A.abs.default(y), 1.0), rounding_mode="floor"))
+    c = A.clone.default(
+        A.div.Tensor_mode(x, A.add.Scalar(A.abs.default(y), 1.0), rounding_mode="floor")
+    )
     cat = A.cat.default([A.pow.Tensor_Scalar(s, 2), t], 1)
     pieces = A.split.Tensor(cat, x.shape[1], 1)
     mm = A.addmm.default(b, A.view.default(pieces[0], [-1, x.shape[1]]), A.t.default(w))
@@ -389,7 +384,9 @@ def test_aten_table_entries_match_eager(rows):
         assert_same(f(x, y, g, w, b), aten_ops_graph(x, y, g, w, b))
     assert f.launches_per_call > 0
     opaque = {
-        op.properties["target"].data for op in f.last.imported.func.walk() if op.name == "aten.opaque"
+        op.properties["target"].data
+        for op in f.last.imported.func.walk()
+        if op.name == "aten.opaque"
     }
     # Only the factory `full` has no aten op: softmax and amax map to reductions.
     assert opaque == {"aten.full.default"}
@@ -430,7 +427,10 @@ class Counting(torch.nn.Module):
     def forward(self, x, *, shift):
         self.steps.add_(1)
         i, f = self.lin(x).chunk(2, 1)
-        return {"out": torch.sigmoid(i) * torch.tanh(f) * self.scale + self.steps, "shift": x + shift}
+        return {
+            "out": torch.sigmoid(i) * torch.tanh(f) * self.scale + self.steps,
+            "shift": x + shift,
+        }
 
 
 @pytest.mark.parametrize("decompose", [False, True])

@@ -19,6 +19,7 @@ import torch._dynamo
 from fusec.backend import fusec_backend
 from xdsl.dialects.builtin import DYNAMIC_INDEX, TensorType
 
+from tests.compare import assert_same
 from tests.transformer_blocks import MLP, GPT2Block, LlamaBlock, LSTMCell, ViTBlock
 
 SHAPES = [(2, 4), (3, 5), (5, 7)]
@@ -39,16 +40,6 @@ DYNAMIC_INPUTS = {
     "mlp": ["tensor<?x16xf32>"],
     "lstm": ["tensor<?x16xf32>", "tensor<?x8xf32>", "tensor<?x8xf32>"],
 }
-
-
-def assert_same(got, want):
-    if isinstance(want, tuple | list):
-        assert isinstance(got, tuple | list) and len(got) == len(want)
-        for g, w in zip(got, want, strict=True):
-            assert_same(g, w)
-        return
-    assert got.shape == want.shape and got.dtype == want.dtype
-    torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-4)
 
 
 def programs(fn) -> set[int]:
