@@ -10,34 +10,12 @@ import pytest
 import torch
 import torch._dynamo
 from fusec.aten_import import import_aten
-from fusec.backend import fusec_backend
 from fusec.importer import UnsupportedGraph
 from torch._dynamo.backends.common import aot_autograd
 
-from tests.compare import assert_same
-from tests.transformer_blocks import MLP, GPT2Block, LlamaBlock, LSTMCell, ViTBlock
+from tests.model_cases import MODELS, Recorder, assert_same
 
 SHAPES = [(2, 4), (3, 5)]
-MODELS = {
-    "gpt2": (GPT2Block, lambda b, t: (torch.randn(b, t, 32),)),
-    "llama": (LlamaBlock, lambda b, t: (torch.randn(b, t, 32),)),
-    "vit": (ViTBlock, lambda b, t: (torch.randn(b, 3, 4 * t, 8),)),
-    "mlp": (MLP, lambda b, t: (torch.randn(b * t, 16),)),
-    "lstm": (LSTMCell, lambda b, t: (torch.randn(b, 16), torch.randn(b, 8), torch.randn(b, 8))),
-}
-
-
-class Recorder:
-    """A Dynamo backend that compiles with fusec and keeps what it made."""
-
-    def __init__(self, **options):
-        self.compiled = []
-        self.options = options
-
-    def __call__(self, gm, example_inputs):
-        fn = fusec_backend(gm, example_inputs, options=self.options)
-        self.compiled.append(fn)
-        return fn
 
 
 @pytest.mark.parametrize("dynamic", [False, True])

@@ -16,20 +16,12 @@ import fusec
 import pytest
 import torch
 import torch._dynamo
-from fusec.backend import fusec_backend
 from xdsl.dialects.builtin import DYNAMIC_INDEX, TensorType
 
-from tests.compare import assert_same
-from tests.transformer_blocks import MLP, GPT2Block, LlamaBlock, LSTMCell, ViTBlock
+from tests.model_cases import MODELS, Recorder, assert_same
+from tests.transformer_blocks import MLP
 
 SHAPES = [(2, 4), (3, 5), (5, 7)]
-MODELS = {
-    "gpt2": (GPT2Block, lambda b, t: (torch.randn(b, t, 32),)),
-    "llama": (LlamaBlock, lambda b, t: (torch.randn(b, t, 32),)),
-    "vit": (ViTBlock, lambda b, t: (torch.randn(b, 3, 4 * t, 8),)),
-    "mlp": (MLP, lambda b, t: (torch.randn(b * t, 16),)),
-    "lstm": (LSTMCell, lambda b, t: (torch.randn(b, 16), torch.randn(b, 8), torch.randn(b, 8))),
-}
 DYNAMIC_INPUTS = {
     # The model inputs' types under Dynamo's `dynamic=True` (parameters stay
     # static; ViT's patch dims are kept symbolic by Dynamo, its 3 channels are
@@ -59,18 +51,6 @@ def dynamic_arg_types(func) -> list[str]:
         for a in func.args
         if isinstance(a.type, TensorType) and DYNAMIC_INDEX in a.type.get_shape()
     ]
-
-
-class Recorder:
-    """A Dynamo backend that compiles with fusec and keeps what it made."""
-
-    def __init__(self):
-        self.compiled = []
-
-    def __call__(self, gm, example_inputs):
-        fn = fusec_backend(gm, example_inputs)
-        self.compiled.append(fn)
-        return fn
 
 
 @pytest.mark.parametrize("name", list(MODELS))
