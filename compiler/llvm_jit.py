@@ -130,19 +130,16 @@ def _compiler_runtime() -> ctypes.CDLL | None:
 
 
 def _resolvable(name: str) -> bool:
+    """Whether the JIT resolves `name`, registering it from the process or the
+    compiler runtime where it is found there."""
     if llvm.address_of_symbol(name):
         return True
-    try:
-        getattr(_process_symbols(), name)
-        return True
-    except AttributeError:
-        pass
-    helpers = _compiler_runtime()
-    fn = None if helpers is None else getattr(helpers, name, None)
-    if fn is None:
-        return False
-    llvm.add_symbol(name, ctypes.cast(fn, ctypes.c_void_p).value)
-    return True
+    for lib in (_process_symbols(), _compiler_runtime()):
+        fn = None if lib is None else getattr(lib, name, None)
+        if fn is not None:
+            llvm.add_symbol(name, ctypes.cast(fn, ctypes.c_void_p).value)
+            return True
+    return False
 
 
 def elf_undefined_symbols(obj: bytes) -> list[str]:
