@@ -298,7 +298,7 @@ class _Importer:
         if not isinstance(t, TensorType):
             raise _NotMapped("expected a tensor")
         shape = list(t.get_shape())
-        if inf.DYNAMIC in shape and (shape.count(inf.DYNAMIC) > 1 or 0 in shape):
+        if not inf.reshape_infers(shape):
             raise _NotMapped("a reshape to several symbolic sizes needs their runtime values")
         return self.add_op(op_cls(self.tensor(x), shape)).results[0]
 

@@ -19,7 +19,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 from fusec.dialects import inference as inf
-from xdsl.dialects.builtin import DYNAMIC_INDEX, FloatAttr, IntegerAttr, TensorType
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, TensorType
 from xdsl.ir import Attribute, Operation
 
 TORCH_DTYPES: dict[Attribute, torch.dtype] = {
@@ -66,11 +66,11 @@ def _ints(op: Operation, name: str) -> list[int] | None:
     return None if attr is None else list(attr.get_values())  # type: ignore[union-attr]
 
 
-def _shape(t: Attribute) -> list[int]:
-    """A reshape's target sizes: a dynamic dim (`?`, at most one, as the verifier
-    requires) is torch's `-1`, the size inferred from the element count."""
+def _shape(t: Attribute) -> tuple[int, ...]:
+    """A reshape's target sizes (a dynamic dim, at most one as the verifier
+    requires, is torch's `-1`)."""
     assert isinstance(t, TensorType)
-    return [-1 if d == DYNAMIC_INDEX else d for d in t.get_shape()]
+    return inf.reshape_sizes(t.get_shape())
 
 
 def _one(fn: Callable[..., Any]) -> OpFn:

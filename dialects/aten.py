@@ -602,11 +602,7 @@ class ReshapeLikeOp(ShapeUnaryOp, ABC):
         assert isinstance(r, TensorType)
         if r.get_element_type() != t.get_element_type():
             raise VerifyException("cannot change the element type")
-        if inf.DYNAMIC in r.get_shape() and (
-            list(r.get_shape()).count(inf.DYNAMIC) > 1 or 0 in r.get_shape()
-        ):
-            # A dynamic result size is the element count over the static sizes
-            # (a `-1`): only one can be inferred, and none beside a 0.
+        if not inf.reshape_infers(r.get_shape()):
             raise VerifyException(f"the dynamic dims of {r} cannot be inferred")
         if inf.DYNAMIC not in (*t.get_shape(), *r.get_shape()):
             if math.prod(t.get_shape()) != math.prod(r.get_shape()):

@@ -165,6 +165,18 @@ def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
     return tuple(out)
 
 
+def reshape_sizes(shape: Sequence[int]) -> tuple[int, ...]:
+    """A reshape's result shape as torch's target sizes: its dynamic dim (`?`) is
+    `-1`, the size torch infers from the element count."""
+    return tuple(-1 if d == DYNAMIC else d for d in shape)
+
+
+def reshape_infers(shape: Sequence[int]) -> bool:
+    """Whether a reshape to `shape` can infer its dynamic dims at run time, as
+    torch infers a `-1`: at most one, and no 0 beside it."""
+    return DYNAMIC not in shape or (list(shape).count(DYNAMIC) == 1 and 0 not in shape)
+
+
 def format_shape(shape: Sequence[int]) -> str:
     return "[" + ", ".join("?" if d == DYNAMIC else str(d) for d in shape) + "]"
 

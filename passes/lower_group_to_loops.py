@@ -221,9 +221,7 @@ def _view_step(op: Operation, result_index: int) -> tuple[object, ...]:
         case aten.TransposeOp():
             return ("transpose", p("dim0"), p("dim1"))
         case _:
-            # A dynamic dim is the one size the reshape infers (torch's -1).
-            shape = op.results[0].type.get_shape()
-            return ("reshape", tuple(-1 if d == DYN else d for d in shape))
+            return ("reshape", inf.reshape_sizes(op.results[0].type.get_shape()))
 
 
 # ----------------------------------------------------------------- the emitter
