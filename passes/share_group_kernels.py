@@ -72,7 +72,7 @@ from fusec.passes.fusion_utils import DEFAULT_ARG_LIMIT
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
+from xdsl.ir import Attribute, BlockArgument, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import is_side_effect_free
@@ -106,15 +106,11 @@ def _yield_to(group: GroupOp, values: Sequence[SSAValue]) -> GroupOp:
     Rewriter.replace_op(body.block.last_op, YieldOp(*values))  # type: ignore[arg-type]
     new = GroupOp(list(group.inputs), [v.type for v in values], body)
     new.attributes |= group.attributes
-    Rewriter.insert_op(new, _before(group))
+    Rewriter.insert_op(new, InsertPoint.before(group))
     for result, value in zip(group.outputs, old, strict=True):
         result.replace_all_uses_with(new.outputs[list(values).index(value)])
     Rewriter.erase_op(group)
     return new
-
-
-def _before(op: Operation) -> InsertPoint:
-    return InsertPoint.before(op)
 
 
 def unify_outputs(groups: list[GroupOp], arg_limit: int) -> list[GroupOp]:
@@ -234,7 +230,7 @@ def _as_kernel(group: GroupOp, match: _ZeroMatch) -> GroupOp | None:
             continue
         if a.type not in zeros:
             z = ZerosLikeOp(likes[a.type])
-            Rewriter.insert_op(z, _before(group))
+            Rewriter.insert_op(z, InsertPoint.before(group))
             zeros[a.type] = z.result
         inputs.append(zeros[a.type])
     new = GroupOp(inputs, [r.type for r in kernel.outputs], kernel.body.clone())
