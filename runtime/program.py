@@ -28,31 +28,38 @@ else-region as a sub-program over the values the region uses from outside:
 `guard_failures` (and logged on the `FUSEC_LOGS=guards` channel with the input
 and the reason; its last failure is in `failed_guards`), and
 `last_launches` is what the last run actually launched.
+
+Each step keeps its `recipe`, what it was made from (an op's `OpInfo`, a guard's
+checks, a kernel's group), so `fusec.runtime.program_data` can write a program as
+data and make it again, in another process, with no IR: this module imports xDSL
+only where it reads IR (`build_program`), never to run or rebuild a program.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
-from fusec.dialects.aten import OpaqueOp
-from fusec.dialects.fusion import GroupOp, GuardOp, YieldOp
-from fusec.torch_ops import torch_callable, torch_dtype
-from xdsl.dialects import arith, func, scf
-from xdsl.dialects.builtin import FloatAttr, IntegerAttr, TensorType
-from xdsl.ir import Block, Operation, Region, SSAValue
+
+if TYPE_CHECKING:
+    from fusec.dialects.aten import OpaqueOp
+    from fusec.dialects.fusion import GroupOp, GuardOp
+    from xdsl.dialects import arith, func, scf
+    from xdsl.ir import Block, Operation, Region, SSAValue
 
 log = logging.getLogger("fusec")
 guard_log = logging.getLogger("fusec.guards")
 
-KernelProvider = Callable[[GroupOp], Callable[[Sequence[Any]], Sequence[Any]] | None]
+KernelProvider = Callable[["GroupOp"], Callable[[Sequence[Any]], Sequence[Any]] | None]
 """Returns a group's kernel (inputs in group order -> outputs), or None to run the
 group's body through PyTorch instead."""
 
-OpaqueProvider = Callable[[OpaqueOp], Callable[..., tuple[Any, ...]]]
+OpaqueProvider = Callable[["OpaqueOp"], Callable[..., tuple[Any, ...]]]
 
 
 class UnsupportedProgram(Exception):
@@ -71,6 +78,10 @@ class Step:
     name: str
     branches: tuple[HostProgram, ...] = ()
     """The then- and else-programs of an "if" step."""
+    recipe: Any = None
+    """What the step was made from, for `fusec.runtime.program_data`: ("torch",
+    OpInfo), ("opaque", node name), ("kernel", group op, its body's program
+    thunk), ("group", body program), ("guard", checks, name), ("if",)."""
 
 
 @dataclass
@@ -90,9 +101,10 @@ class HostProgram:
     """Kernels the last run launched: `launches` less those whose guard failed."""
     skipped_launches: int = 0
     """Kernels not launched over all runs because their guard failed."""
-    failed_guards: dict[GuardOp, str] = field(default_factory=dict)
-    """The last failure of each `fusion.guard` that failed (for `fusec.explain`)."""
-    guard_names: dict[GuardOp, str] = field(default_factory=dict)
+    failed_guards: dict[Any, str] = field(default_factory=dict)
+    """The last failure of each `fusion.guard` that failed (for `fusec.explain`),
+    by its op (by its step name in a program loaded from the warm-start cache)."""
+    guard_names: dict[Any, str] = field(default_factory=dict)
     """How the guards log names a guard's group (e.g. with the user's lines);
     by default its ops, `group[sigmoid,mul]`."""
 
@@ -141,6 +153,8 @@ class HostProgram:
 
 
 def _constant_value(op: arith.ConstantOp) -> Any:
+    from xdsl.dialects.builtin import FloatAttr, IntegerAttr
+
     attr = op.value
     if isinstance(attr, FloatAttr):
         return float(attr.value.data)
@@ -152,12 +166,17 @@ def _constant_value(op: arith.ConstantOp) -> Any:
     raise UnsupportedProgram(f"constant {attr} is not a Python scalar")
 
 
-class _Builder:
+class RootHolder:
+    """Whatever makes a program's steps: holds the top-level program, whose
+    counters guard and if steps update, once it exists."""
+
+    root: HostProgram | None = None
+
+
+class _Builder(RootHolder):
     def __init__(self, kernels: KernelProvider, opaque: OpaqueProvider):
         self.kernels = kernels
         self.opaque = opaque
-        self.root: HostProgram | None = None
-        """The top-level program, whose counters guard and if steps update."""
 
     def build(
         self,
@@ -167,6 +186,9 @@ class _Builder:
     ) -> HostProgram:
         """The program of `block`; `args` (default: the block's arguments) are the
         values it takes, e.g. what an `scf.if` region uses from outside."""
+        from fusec.dialects.fusion import YieldOp
+        from xdsl.dialects import arith, func, scf
+
         slot: dict[SSAValue, int] = {}
 
         def new(v: SSAValue) -> int:
@@ -175,9 +197,7 @@ class _Builder:
 
         arg_slots = tuple(new(a) for a in (block.args if args is None else args))
         consts: dict[int, Any] = {}
-        steps: list[_PendingStep] = []
-        launches = 0
-        fallback: list[str] = []
+        steps: list[Step] = []
         for op in block.ops:
             if isinstance(op, func.ReturnOp | YieldOp | scf.YieldOp):
                 break
@@ -187,90 +207,58 @@ class _Builder:
             branches: tuple[HostProgram, ...] = ()
             if isinstance(op, scf.IfOp):
                 fn, ins, branches = self.if_step(op, slot)
-                kind = "if"
-                launches += branches[0].launches
-                fallback += branches[0].fallback_groups + branches[1].fallback_groups
+                kind, recipe = "if", ("if",)
             else:
                 ins = tuple(slot[o] for o in op.operands)
-                fn, kind = self.step_fn(op)
-            if kind == "kernel":
-                launches += 1
-            elif kind == "group":
-                fallback.append(op.name)
+                fn, kind, recipe = self.step_fn(op)
             outs = tuple(new(r) for r in op.results)
-            steps.append((fn, ins, outs, kind, _step_name(op), branches))
-        out_slots = tuple(slot[v] for v in returned)
-        keep = set(arg_slots) | set(out_slots) | set(consts)
-        last_use: dict[int, int] = {}
-        for i, (_, ins, outs, _, _, _) in enumerate(steps):
-            for s in (*ins, *outs):
-                last_use[s] = i
-        frees: list[list[int]] = [[] for _ in steps]
-        for s, i in last_use.items():
-            if s not in keep:
-                frees[i].append(s)
-        program_steps = [
-            Step(fn, ins, outs, tuple(sorted(frees[i])), kind, name, branches)
-            for i, (fn, ins, outs, kind, name, branches) in enumerate(steps)
-        ]
-        return HostProgram(
-            len(slot), arg_slots, consts, program_steps, out_slots, launches, fallback
-        )
+            steps.append(Step(fn, ins, outs, (), kind, _step_name(op), branches, recipe))
+        return assemble(len(slot), arg_slots, consts, steps, tuple(slot[v] for v in returned))
 
-    def step_fn(self, op: Operation) -> tuple[Callable[..., Sequence[Any]], str]:
+    def step_fn(self, op: Operation) -> tuple[Callable[..., Sequence[Any]], str, Any]:
+        """A step's function, kind and recipe."""
+        from fusec.dialects.aten import OpaqueOp
+        from fusec.dialects.fusion import GroupOp, GuardOp
+        from fusec.runtime.torch_steps import step_callable
+        from fusec.torch_ops import has_torch_callable, op_info
+
         if isinstance(op, GroupOp):
             kernel = self.kernels(op)
+            body_of = functools.partial(self.build, op.body.block, list(op.yield_op.values))
             if kernel is not None:
-                return self.kernel_step(op, kernel), "kernel"
-            body = self.build(op.body.block, list(op.yield_op.values))
+                return self.kernel_step(kernel, body_of), "kernel", ("kernel", op, body_of)
+            body = body_of()
             if body.launches:
                 raise UnsupportedProgram("a group nested in a group")
-            return (lambda *xs: body(xs)), "group"
+            return group_fn(body), "group", ("group", body)
         if isinstance(op, GuardOp):
-            return self.guard_step(op), "guard"
+            checks = tuple(
+                _InputCheck.of(v.type, spec)
+                for v, spec in zip(op.inputs, op.specs.data, strict=True)
+            )
+            what = _guarded_name(op)
+            return guard_fn(checks, what, op, self), "guard", ("guard", checks, what)
         if isinstance(op, OpaqueOp):
-            return self.opaque(op), "opaque"
-        try:
-            return torch_callable(op), "torch"
-        except KeyError as e:
-            raise UnsupportedProgram(str(e.args[0])) from None
+            return self.opaque(op), "opaque", ("opaque", op.node and op.node.data)
+        if not has_torch_callable(op):
+            raise UnsupportedProgram(f"no eager PyTorch implementation for {op.name}")
+        info = op_info(op)
+        return step_callable(info), "torch", ("torch", info)
 
+    @staticmethod
     def kernel_step(
-        self, op: GroupOp, kernel: Callable[[Sequence[Any]], Sequence[Any]]
+        kernel: Callable[[Sequence[Any]], Sequence[Any]], body_of: Callable[[], HostProgram]
     ) -> _KernelCall:
         """Runs `kernel`, or the group's body through PyTorch for a call the
-        kernel declines (`KernelDeclined`; the body program is built then)."""
+        kernel declines (`KernelDeclined`; the body program is made then)."""
         body: list[HostProgram] = []
 
         def declined(xs: Sequence[Any]) -> Sequence[Any]:
             if not body:
-                body.append(self.build(op.body.block, list(op.yield_op.values)))
+                body.append(body_of())
             return body[0](xs)
 
         return _KernelCall(kernel, declined)
-
-    def guard_step(self, op: GuardOp) -> Callable[..., Sequence[Any]]:
-        checks = tuple(
-            _InputCheck.of(v.type, spec) for v, spec in zip(op.inputs, op.specs.data, strict=True)
-        )
-        what = _guarded_name(op)
-
-        def failed(*xs: Any) -> tuple[bool]:
-            assert self.root is not None
-            self.root.guard_failures += 1
-            for i, (x, c) in enumerate(zip(xs, checks, strict=True)):
-                if not c.matches(x):
-                    why = f"input #{i} {c.mismatch(x)}"
-                    self.root.failed_guards[op] = why
-                    if guard_log.isEnabledFor(logging.INFO):
-                        name = self.root.guard_names.get(op, what)
-                        guard_log.info("guard of %s failed: %s; its ops run unfused", name, why)
-                    break
-            return (False,)
-
-        guard = _generate_guard(checks, failed)
-        guard.checks = checks  # type: ignore[attr-defined]
-        return guard
 
     def if_step(
         self, op: scf.IfOp, slot: dict[SSAValue, int]
@@ -278,32 +266,95 @@ class _Builder:
         if len(op.false_region.blocks) != 1:
             raise UnsupportedProgram("scf.if without an else-region")
         captured = _captures(op.true_region, op.false_region)
-        branches = tuple(
+        then, other = (
             self.build(r.block, list(_yielded(r)), captured)
             for r in (op.true_region, op.false_region)
         )
-        then, other = branches
-        kernels = then.launches
-
-        def run_if(cond: bool, *xs: Any) -> list[Any]:
-            if cond:
-                return then._run(xs)
-            if kernels:
-                assert self.root is not None
-                self.root.skipped_launches += kernels
-            return other._run(xs)
-
-        return run_if, (slot[op.cond], *(slot[v] for v in captured)), branches
+        return (
+            if_fn(then, other, self),
+            (slot[op.cond], *(slot[v] for v in captured)),
+            (then, other),
+        )
 
 
-_PendingStep = tuple[
-    Callable[..., Sequence[Any]],
-    tuple[int, ...],
-    tuple[int, ...],
-    str,
-    str,
-    tuple[HostProgram, ...],
-]
+def assemble(
+    n_slots: int,
+    arg_slots: tuple[int, ...],
+    consts: dict[int, Any],
+    steps: Sequence[Step],
+    out_slots: tuple[int, ...],
+) -> HostProgram:
+    """The program of `steps` (their `free` not yet filled in): each slot but the
+    arguments, results and constants is freed after its last use; launches and
+    fallback groups are counted from the steps."""
+    keep = set(arg_slots) | set(out_slots) | set(consts)
+    last_use: dict[int, int] = {}
+    for i, step in enumerate(steps):
+        for s in (*step.ins, *step.outs):
+            last_use[s] = i
+    frees: list[list[int]] = [[] for _ in steps]
+    for s, i in last_use.items():
+        if s not in keep:
+            frees[i].append(s)
+    launches, fallback = 0, []
+    for step in steps:
+        if step.kind == "kernel":
+            launches += 1
+        elif step.kind == "group":
+            fallback.append("fusion.group")
+        elif step.kind == "if":
+            launches += step.branches[0].launches
+            fallback += step.branches[0].fallback_groups + step.branches[1].fallback_groups
+    program_steps = [
+        dataclasses.replace(step, free=tuple(sorted(frees[i]))) for i, step in enumerate(steps)
+    ]
+    return HostProgram(n_slots, arg_slots, consts, program_steps, out_slots, launches, fallback)
+
+
+def group_fn(body: HostProgram) -> Callable[..., Sequence[Any]]:
+    """A group run through PyTorch: its body's program."""
+    return lambda *xs: body(xs)
+
+
+def guard_fn(
+    checks: tuple[_InputCheck, ...], what: str, key: Any, holder: RootHolder
+) -> Callable[..., tuple[bool]]:
+    """A `fusion.guard` step: `checks` generated flat; a failure is counted on
+    `holder.root` under `key` (its op) and logged naming `what`, its group."""
+
+    def failed(*xs: Any) -> tuple[bool]:
+        root = holder.root
+        assert root is not None
+        root.guard_failures += 1
+        for i, (x, c) in enumerate(zip(xs, checks, strict=True)):
+            if not c.matches(x):
+                why = f"input #{i} {c.mismatch(x)}"
+                root.failed_guards[key] = why
+                if guard_log.isEnabledFor(logging.INFO):
+                    name = root.guard_names.get(key, what)
+                    guard_log.info("guard of %s failed: %s; its ops run unfused", name, why)
+                break
+        return (False,)
+
+    guard = _generate_guard(checks, failed)
+    guard.checks = checks  # type: ignore[attr-defined]
+    return guard
+
+
+def if_fn(then: HostProgram, other: HostProgram, holder: RootHolder) -> Callable[..., list[Any]]:
+    """An `scf.if` step: its then- or else-program; kernels a failed guard skips
+    are counted on `holder.root`."""
+    kernels = then.launches
+
+    def run_if(cond: bool, *xs: Any) -> list[Any]:
+        if cond:
+            return then._run(xs)
+        if kernels:
+            assert holder.root is not None
+            holder.root.skipped_launches += kernels
+        return other._run(xs)
+
+    return run_if
 
 
 @dataclass(frozen=True)
@@ -321,6 +372,9 @@ class _InputCheck:
 
     @staticmethod
     def of(t: Any, spec: Any) -> _InputCheck:
+        from fusec.torch_ops import torch_dtype
+        from xdsl.dialects.builtin import TensorType
+
         assert isinstance(t, TensorType)
         rank = t.get_num_dims()
         ones = set(spec.ones_dims)
@@ -541,6 +595,8 @@ def _captures(*regions: Region) -> list[SSAValue]:
 
 
 def _yielded(region: Region) -> Sequence[SSAValue]:
+    from xdsl.dialects import scf
+
     term = region.block.last_op
     if not isinstance(term, scf.YieldOp):
         raise UnsupportedProgram("scf.if region does not end with scf.yield")
@@ -548,6 +604,9 @@ def _yielded(region: Region) -> Sequence[SSAValue]:
 
 
 def _guarded_name(op: GuardOp) -> str:
+    from fusec.dialects.fusion import GroupOp
+    from xdsl.dialects import scf
+
     for use in op.ok.uses:
         user = use.operation
         if isinstance(user, scf.IfOp):
@@ -558,6 +617,10 @@ def _guarded_name(op: GuardOp) -> str:
 
 
 def _step_name(op: Operation) -> str:
+    from fusec.dialects.aten import OpaqueOp
+    from fusec.dialects.fusion import GroupOp, YieldOp
+    from xdsl.dialects import scf
+
     if isinstance(op, OpaqueOp):
         return f"{op.target.data}"
     if isinstance(op, GroupOp):
@@ -575,6 +638,8 @@ def build_program(
     opaque: OpaqueProvider,
 ) -> HostProgram:
     """The host program of `function`; groups get their kernels from `kernels`."""
+    from xdsl.dialects import func
+
     block = function.body.block
     ret = block.last_op
     if not isinstance(ret, func.ReturnOp):
