@@ -13,15 +13,15 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from functools import cache
 
 from fusec.dialects.fusion import GroupOp
-from fusec.passes.lower_group_to_loops import (
+from fusec.passes.lower_group_to_loops import build_loop_kernel
+from fusec.runtime.kernel_signature import (
+    KernelArtifact,
     KernelSignature,
     OperandSpec,
     OutputSpec,
-    build_loop_kernel,
 )
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, VectorType
@@ -41,24 +41,6 @@ __all__ = [
     "lower_to_llvm_dialect",
     "translate_to_llvm_ir",
 ]
-
-
-@dataclass(frozen=True)
-class KernelArtifact:
-    """A compiled kernel: `code` is optimized LLVM IR text for "cpu", PTX for an
-    "sm_XX" target; `signature` says how to call it. Picklable.
-
-    GPU artifacts: `code` is a PTX module (`.target sm_XX`, libdevice inlined)
-    whose `.entry` named `name` a CUDA runtime loads with `cuModuleLoadData` +
-    `cuModuleGetFunction(name)` and launches with `cuLaunchKernel` on any 1-D
-    grid; the parameter list (numel, sizes, then pointer + strides per operand
-    and output, then scalars; all index values 64-bit) is spelled out in
-    `KernelSignature`'s docstring."""
-
-    name: str
-    target: str
-    code: bytes
-    signature: KernelSignature
 
 
 def _math_pass(target: str) -> str:

@@ -43,18 +43,24 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.fx
 from fusec import logs
 from fusec.fast_call import MISS, fast_path
-from fusec.importer import Const, ImportedGraph, Ret, UnsupportedGraph, import_fx, trace
-from fusec.runtime.program import HostProgram, UnsupportedProgram, build_program
+from fusec.graph_values import Const, Ret
+from fusec.runtime.program import HostProgram, UnsupportedProgram
 from fusec.source_lines import warn_user
-from xdsl.context import Context
-from xdsl.dialects.builtin import DYNAMIC_INDEX, ModuleOp, TensorType
-from xdsl.passes import PassPipeline
+from fusec.tracing import UnsupportedGraph, trace
+
+if TYPE_CHECKING:
+    # The compiler (importer, passes, xDSL) is imported when a specialization
+    # compiles, never on a warm start (`fusec.warm_start`).
+    from fusec.importer import ImportedGraph
+    from fusec.warm_start import GraphFacts
+    from xdsl.context import Context
+    from xdsl.dialects.builtin import ModuleOp
 
 log = logging.getLogger("fusec")
 
@@ -94,6 +100,7 @@ class FusionError(RuntimeError):
 def _context() -> Context:
     from fusec.dialects.aten import Aten
     from fusec.dialects.fusion import Fusion
+    from xdsl.context import Context
     from xdsl.dialects import get_all_dialects
 
     ctx = Context()
@@ -120,6 +127,8 @@ def run_pipeline(module: ModuleOp, pipeline: str | None = None) -> ModuleOp:
 
         pipeline = COMPILE_PIPELINE
     if pipeline:
+        from xdsl.passes import PassPipeline
+
         PassPipeline.parse_spec(_available_passes(), pipeline).apply(_context(), module)
         module.verify()
     return module
@@ -197,6 +206,9 @@ class Specialization:
     forward and backward through AOTAutograd) that runs instead of `program`."""
     verified: bool = False
     """The training program has run once (traced and compiled) without error."""
+    facts: GraphFacts | None = None
+    """What running `program` needs of its graph (set with `program`; `imported`
+    is None when the program came from the warm-start cache)."""
 
     @property
     def launches(self) -> int:
@@ -212,7 +224,7 @@ class Specialization:
         """How many arguments a call must have for them to be the program's inputs
         as they come (no parameters or buffers, none skipped), or -1: with that
         many, the getters can be skipped."""
-        sources = [] if self.imported is None else self.imported.inputs
+        sources = [] if self.facts is None else self.facts.inputs
         direct = len(sources) == len(self.getters) and all(
             kind == "arg" and where == i for i, (kind, where) in enumerate(sources)
         )
@@ -448,10 +460,7 @@ class CompiledFunction:
         specialization from now on. If eager raises too, that is the caller's
         error and it propagates; a program that writes its inputs in place may
         have written some already, so its error propagates instead."""
-        from fusec.dialects.aten import CopyOp
-
-        imported = spec.imported
-        if imported is not None and any(isinstance(op, CopyOp) for op in imported.func.walk()):
+        if spec.facts is not None and spec.facts.writes_inputs():
             raise error
         result = self._eager(args)
         reason = f"the compiled program failed: {type(error).__name__}: {error}"
@@ -469,8 +478,8 @@ class CompiledFunction:
         if runner is None or runner.program is not spec.program:  # ids are reused
             from fusec.runtime.cudagraphs import CudaGraphRunner, input_names, mutated_inputs
 
-            assert self.gm is not None and spec.imported is not None and spec.program
-            sources = [s for s in spec.imported.inputs if s[0] != "skip"]
+            assert self.gm is not None and spec.facts is not None and spec.program
+            sources = [s for s in spec.facts.inputs if s[0] != "skip"]
             runner = runners[id(spec)] = CudaGraphRunner(
                 spec.program,
                 [where if kind == "arg" else None for kind, where in sources],
@@ -524,7 +533,7 @@ class CompiledFunction:
             else:
                 why = _why_new(key, list(self.specializations))
                 spec = self._compile(args, key)
-                spec.why, spec.inputs = why, _describe_inputs(args, spec.imported)
+                spec.why, spec.inputs = why, _describe_inputs(args, spec.facts)
                 if logs.recompiles.isEnabledFor(logging.INFO):
                     logs.recompiles.info(
                         "%s: compiled specialization #%d for (%s) in %.3fs: %s",
@@ -534,17 +543,13 @@ class CompiledFunction:
                         spec.compile_seconds,
                         why,
                     )
-                if (
-                    spec.imported is not None
-                    and spec.imported.shape_dependent
-                    and not self._exact_shapes
-                ):
+                if spec.facts is not None and spec.facts.shape_dependent and not self._exact_shapes:
                     self._exact_shapes = True
                     self.specializations.clear()
                     self._forget_fast_paths()
                     key = self._key(args)
                     spec.why += "; the graph reads sizes, so it specializes on exact shapes"
-                checks = () if spec.imported is None else spec.imported.size_checks
+                checks = () if spec.facts is None else spec.facts.size_checks
                 if any(c not in self._size_checks for c in checks):
                     # Keys made without these classes may hold other cuts.
                     self._size_checks += tuple(c for c in checks if c not in self._size_checks)
@@ -559,20 +564,18 @@ class CompiledFunction:
         """The first compiled specialization whose program is right for `args`
         through its guards: arguments of the same kinds (tensor or scalar type),
         no autograd, and nothing unguarded that depends on the example inputs."""
-        from fusec.passes.guard import why_not_input_generic
-
         if self._exact_shapes or key[0] == "autograd" or self._eager_reason(args) is not None:
             return None
         kinds = [_arg_kind(a) for a in key[1:]]
         for k, spec in self.specializations.items():
-            imported = spec.imported
-            if spec.program is None or imported is None or imported.shape_dependent:
+            facts = spec.facts
+            if spec.program is None or facts is None or facts.shape_dependent:
                 continue
-            if imported.size_checks:  # guards do not check how sizes cut
+            if facts.size_checks:  # guards do not check how sizes cut
                 continue
             if [_arg_kind(a) for a in k[1:]] != kinds:
                 continue
-            why = why_not_input_generic(imported.func)
+            why = facts.generic_why()
             if why is None:
                 return spec
             log.info("fusec: a compiled program cannot serve other inputs: %s", why)
@@ -621,16 +624,22 @@ class CompiledFunction:
 
     def _build(self, args: Sequence[Any]) -> Specialization:
         assert self.gm is not None
-        name = getattr(self.original, "__name__", None) or type(self.original).__name__
+        name = self._name()
+        pipeline = self.options.pipeline or _compile_pipeline(args)
+        warm = self.options.program_cache and not self.options.strict
+        host_key = self._host_key(args, pipeline) if warm else None
+        if host_key is not None:
+            spec = self._warm_start(host_key, args)
+            if spec is not None:
+                return spec
+        from fusec.importer import import_fx
+        from fusec.passes.fusion_remarks import collect_remarks
+
         # The import runs the graph on `args`; the first call's results must draw
         # the same random numbers eager would, so the import's draws are undone.
         with _rng_preserved(args):
             imported = import_fx(self.gm, args, name)
         module = imported.module
-        from fusec.passes.fusion_remarks import collect_remarks
-
-        pipeline = self.options.pipeline or _compile_pipeline(args)
-        warm = self.options.program_cache and not self.options.strict
         with collect_remarks() as remarks:
             cached = _cached_program(self.gm, args, pipeline, name, imported) if warm else None
             if cached is not None:
@@ -641,11 +650,15 @@ class CompiledFunction:
         # CPU kernels for all-CPU inputs, GPU kernels for inputs on one CUDA device;
         # mixed devices run their groups through PyTorch.
         records: dict[Any, Any] = {}
-        kernels = _recording(self._kernel_provider(args), records, self._cache())
+        kernel_keys: dict[Any, str] = {}
+        kernels = _recording(self._kernel_provider(args, kernel_keys), records, self._cache())
         root = self.gm
 
         def opaque(op: Any) -> Callable[..., tuple[Any, ...]]:
             return imported.opaque[op.node.data].bind(root)
+
+        from fusec.runtime.program import build_program
+        from fusec.warm_start import facts_of
 
         program = build_program(imported.func, kernels, opaque)
         for name_ in program.fallback_groups:
@@ -660,9 +673,63 @@ class CompiledFunction:
             module_text=lambda: str(module),
             remarks=remarks,
             kernels=records,
+            facts=facts_of(imported),
         )
         self._report_new(spec)
+        if host_key is not None:
+            from fusec.warm_start import store
+
+            assert spec.facts is not None
+            store(host_key, args, program, spec.facts, str(module), kernel_keys.get)
         return spec
+
+    def _host_key(self, args: Sequence[Any], pipeline: str) -> str | None:
+        """The warm-start key of this call's specialization, or None where a
+        warm start cannot serve it: GPU or mixed devices, kernels off, a custom
+        kernel cache, or logs and strict mode, which need the IR."""
+        from fusec.runtime import program_cache
+
+        target = self._cpu_target(args)
+        if (
+            target is None
+            or self.options.cache is not None
+            or not program_cache.enabled()
+            or self._reports_wanted()
+        ):
+            return None
+        from fusec.warm_start import host_key
+
+        assert self.gm is not None
+        return host_key(self.gm, args, pipeline, target, self._name())
+
+    def _warm_start(self, key: str, args: Sequence[Any]) -> Specialization | None:
+        """The specialization of `key` from the warm-start cache, or None."""
+        from fusec.warm_start import load
+
+        cache = self._cache()
+        target = self._cpu_target(args)
+        loaded = load(key, args, lambda k: cache.kernel_by_key(k, target))
+        if loaded is None:
+            return None
+        assert self.gm is not None
+        root, facts, text = self.gm, loaded.facts, loaded.module_text
+        log.debug("fusec: warm start from the cache\n%s", loaded.program.describe())
+        return Specialization(
+            loaded.program,
+            tuple(_getter(src, root) for src in facts.inputs if src[0] != "skip"),
+            facts.outputs,
+            module_text=lambda: text,
+            facts=facts,
+        )
+
+    def _reports_wanted(self) -> bool:
+        """Strict mode or the fusion, kernels or guards logs: each reads the IR."""
+        return (
+            self.options.strict
+            or logs.fusion.isEnabledFor(logging.INFO)
+            or logs.kernels.isEnabledFor(logging.INFO)
+            or logs.guards.isEnabledFor(logging.INFO)
+        )
 
     def _name_guards(self, spec: Specialization, report: Any) -> None:
         """Let the guards log name each guard's group by the user's lines."""
@@ -676,12 +743,7 @@ class CompiledFunction:
     def _report_new(self, spec: Specialization) -> None:
         """Log a new specialization's fusion and kernels; in strict mode, raise if
         an op that could have fused did not."""
-        if not (
-            self.options.strict
-            or logs.fusion.isEnabledFor(logging.INFO)
-            or logs.kernels.isEnabledFor(logging.INFO)
-            or logs.guards.isEnabledFor(logging.INFO)
-        ):
+        if not self._reports_wanted():
             return
         from fusec.explanation import graph_report, log_graph, strict_violations
 
@@ -704,19 +766,42 @@ class CompiledFunction:
     def _name(self) -> str:
         return getattr(self.original, "__name__", None) or type(self.original).__name__
 
-    def _kernel_provider(self, args: Sequence[Any]) -> Callable[[Any], Any]:
+    def _cpu_target(self, args: Sequence[Any]) -> str | None:
+        """The CPU target of this call's kernels, None when it gets none (kernels
+        off, no code generator, or a tensor not on the CPU)."""
+        from fusec.runtime import cache as cache_mod
+
+        if not self.options.use_kernels or not cache_mod.codegen_available():
+            return None
+        if any(isinstance(a, torch.Tensor) and a.device.type != "cpu" for a in args):
+            return None
+        # An "sm_XX" target means GPU kernels for CUDA inputs; CPU inputs get CPU ones.
+        return "cpu" if self.options.target.startswith("sm_") else self.options.target
+
+    def _kernel_provider(
+        self, args: Sequence[Any], keys: dict[Any, str] | None = None
+    ) -> Callable[[Any], Any]:
+        """The groups' kernels for this call's inputs; `keys` collects each CPU
+        kernel's cache key by group (for the warm-start entry)."""
         from fusec.runtime import cache as cache_mod
 
         if not self.options.use_kernels or not cache_mod.codegen_available():
             return lambda group: None
         cache = self.options.cache or cache_mod.default_cache()
-        tensors = [a for a in args if isinstance(a, torch.Tensor)]
-        if all(t.device.type == "cpu" for t in tensors):
-            # An "sm_XX" target means GPU kernels for CUDA inputs; CPU inputs get CPU ones.
-            target = "cpu" if self.options.target.startswith("sm_") else self.options.target
-            return lambda group: cache.kernel_for(group, target)
+        target = self._cpu_target(args)
+        if target is not None:
+            keyed = getattr(cache, "keyed_kernel_for", None)
+            if keys is None or keyed is None:
+                return lambda group: cache.kernel_for(group, target)
+
+            def provide(group: Any) -> Any:
+                keys[group], kernel = keyed(group, target)
+                return kernel
+
+            return provide
         from fusec.runtime.cuda import gpu_kernel_provider
 
+        tensors = [a for a in args if isinstance(a, torch.Tensor)]
         return gpu_kernel_provider(cache, tensors)
 
     # ------------------------------------------------------------------ inspection
@@ -791,16 +876,11 @@ def action_of(reused: Any) -> str:
     return "running eagerly" if reused is None else "reusing a guarded program"
 
 
-def _describe_inputs(args: Sequence[Any], imported: ImportedGraph | None = None) -> str:
+def _describe_inputs(args: Sequence[Any], facts: GraphFacts | None = None) -> str:
     """`f32[4,1] cpu, int` - what a specialization is for; a size the program
     takes at run time (a `?` dim of a graph with symbolic sizes) is `?`:
     `f32[?,16] cpu`."""
-    dynamic: dict[int, Sequence[int]] = {}
-    if imported is not None:
-        sources = [s for s in imported.inputs if s[0] != "skip"]
-        for (kind, where), arg in zip(sources, imported.func.args, strict=False):
-            if kind == "arg" and isinstance(arg.type, TensorType):
-                dynamic[where] = arg.type.get_shape()
+    dynamic = {} if facts is None else facts.dynamic
     out = []
     for i, a in enumerate(args):
         if isinstance(a, torch.Tensor):
@@ -809,8 +889,7 @@ def _describe_inputs(args: Sequence[Any], imported: ImportedGraph | None = None)
             layout = "" if a.is_contiguous() else " strided"
             dims = dynamic.get(i, ())
             sizes = [
-                "?" if len(dims) == a.dim() and dims[d] == DYNAMIC_INDEX else str(n)
-                for d, n in enumerate(a.shape)
+                "?" if len(dims) == a.dim() and dims[d] else str(n) for d, n in enumerate(a.shape)
             ]
             out.append(f"{dt}[{','.join(sizes)}] {a.device}{layout}{grad}")
         else:

@@ -53,7 +53,6 @@ from __future__ import annotations
 
 import logging
 import operator
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -63,9 +62,10 @@ import torch.fx
 import torch.nn.functional as F
 from fusec.dialects import aten
 from fusec.dialects import inference as inf
+from fusec.graph_values import Const, Ret
 from fusec.size_checks import SizeCheck, dim_sources
 from fusec.torch_ops import DTYPES_OF_TORCH
-from fusec.tracing import InPlaceTracer
+from fusec.tracing import UnsupportedGraph, trace
 from torch import nn
 from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import (
@@ -82,10 +82,6 @@ from xdsl.utils.exceptions import VerifyException
 log = logging.getLogger("fusec")
 
 
-class UnsupportedGraph(Exception):
-    """The graph cannot be imported at all (it then runs eagerly)."""
-
-
 class _NotMapped(Exception):
     """This node has no `aten` form; it becomes `aten.opaque`."""
 
@@ -100,20 +96,6 @@ def _why_opaque(e: Exception, node: torch.fx.Node) -> str:
             return f"unsupported {msg}"
         return msg
     return f"its aten form does not verify here: {type(e).__name__}: {e}"
-
-
-@dataclass(frozen=True)
-class Const:
-    """A node whose value is known at import time."""
-
-    value: Any
-    from_shape: bool = False
-    source: SSAValue | None = None
-    """For a whole size (`x.shape`): the tensor it is read from, so a returned size
-    can be `aten.size` of it instead of a constant."""
-    symbolic: bool = False
-    """Dynamo recorded this value with symbolic sizes: its value here is only this
-    call's, so it must never become a constant of the program."""
 
 
 @dataclass(frozen=True)
@@ -188,11 +170,6 @@ class ImportedGraph:
     """Why a node (by name) became `aten.opaque`."""
     size_checks: tuple[SizeCheck, ...] = ()
     """Classes of argument sizes the import depends on (`fusec.size_checks`)."""
-
-
-@dataclass(frozen=True)
-class Ret:
-    index: int
 
 
 def tensor_type(t: torch.Tensor) -> TensorType:
@@ -1054,8 +1031,16 @@ def _floordiv(ctx: _Importer, a: Any, b: Any) -> SSAValue:
 
 
 for _cls, _keys in {
-    aten.MulOp: (torch.mul, torch.multiply, operator.mul, operator.imul, "mul", "mul_",
-                 "multiply", "multiply_"),
+    aten.MulOp: (
+        torch.mul,
+        torch.multiply,
+        operator.mul,
+        operator.imul,
+        "mul",
+        "mul_",
+        "multiply",
+        "multiply_",
+    ),
     aten.PowOp: (torch.pow, operator.pow, operator.ipow, "pow", "pow_"),
     aten.MaximumOp: (torch.maximum, "maximum"),
     aten.MinimumOp: (torch.minimum, "minimum"),
@@ -1572,60 +1557,6 @@ def _verify_except(module: ModuleOp, verified: set[Operation]) -> None:
     for op in module.walk():
         if op not in verified:
             op.verify(verify_nested_ops=False)
-
-
-class _UserFrameTracer(InPlaceTracer):
-    """Records each node's stack trace as the frames outside torch and fusec (fx
-    keeps only frames below a `forward`, so plain functions would get none), and
-    augmented assignments in place (`fusec.tracing`).
-
-    The frames are read from Python's own frame objects, not through fx's
-    `record_stack_traces`: that symbolizes a `CapturedTraceback`, which imports
-    torch._dynamo and torch._inductor on first use (seconds, on every fresh
-    process's first trace, warm starts included)."""
-
-    def create_node(self, *args: Any, **kwargs: Any) -> torch.fx.Node:
-        node = super().create_node(*args, **kwargs)
-        if not node.stack_trace:
-            trace = _user_stack_trace(sys._getframe(1))
-            if trace:
-                node.stack_trace = trace
-        return node
-
-
-def _user_stack_trace(frame: Any) -> str:
-    """`frame` and its callers outside torch and fusec, outermost first, as
-    `traceback` formats them ('File "m.py", line 3, in f\n    y = x.exp()')."""
-    import traceback
-
-    from fusec.source_lines import is_library_file
-
-    frames: list[traceback.FrameSummary] = []
-    while frame is not None:
-        code = frame.f_code
-        if not is_library_file(code.co_filename):
-            frames.append(traceback.FrameSummary(code.co_filename, frame.f_lineno, code.co_name))
-        frame = frame.f_back
-    frames.reverse()
-    return "".join(traceback.StackSummary.from_list(frames).format()).strip()
-
-
-def trace(fn_or_module: Any) -> torch.fx.GraphModule:
-    """A GraphModule for a GraphModule, an `nn.Module` or a function (symbolic trace)."""
-    if isinstance(fn_or_module, torch.fx.GraphModule):
-        return fn_or_module
-    try:
-        # Stack traces let logs and explanations name the user's source lines.
-        tracer = _UserFrameTracer()
-        graph = tracer.trace(fn_or_module)
-        name = (
-            fn_or_module.__class__.__name__
-            if isinstance(fn_or_module, torch.nn.Module)
-            else fn_or_module.__name__
-        )
-        return torch.fx.GraphModule(tracer.root, graph, name)
-    except Exception as e:  # noqa: BLE001 - any tracing failure means "run eagerly"
-        raise UnsupportedGraph(f"torch.fx cannot trace {fn_or_module!r}: {e}") from e
 
 
 def import_fx(

@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from fusec.dialects import aten
-from xdsl.dialects.builtin import TensorType
-from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
+if TYPE_CHECKING:  # `SizeCheck` and `classify` run on warm starts, which import no xDSL
+    from xdsl.ir import Operation, SSAValue
 
 
 @dataclass(frozen=True)
@@ -65,6 +65,10 @@ def dim_sources(value: SSAValue, dim: int) -> list[tuple[int, int]] | None:
     """(function argument index, dim) pairs whose size is `value`'s size at
     `dim`, or None where it cannot be told (an opaque op, a matmul, ...).
     [] means the size is a constant of the IR (an `expand` to a literal size)."""
+    from fusec.dialects import aten
+    from xdsl.dialects.builtin import TensorType
+    from xdsl.ir import Block, BlockArgument, OpResult
+
     if isinstance(value, BlockArgument):
         owner = value.owner
         assert isinstance(owner, Block)

@@ -11,11 +11,17 @@ record the in-place operator instead:
         return x * 2             %mul = call_function[operator.mul](%iadd, 2)
 
 which runs (eagerly or imported) with PyTorch's in-place semantics.
+
+`trace(fn_or_module)` is how `fusec.compile` gets its graph: this tracer, with
+each node's stack trace kept to the user's own frames (for logs and
+explanations). It needs no xDSL, so a warm start traces and keys a graph
+without importing the compiler.
 """
 
 from __future__ import annotations
 
 import operator
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -66,3 +72,61 @@ def symbolic_trace(root: torch.nn.Module | Callable[..., Any]) -> torch.fx.Graph
     graph = tracer.trace(root)
     name = root.__class__.__name__ if isinstance(root, torch.nn.Module) else root.__name__
     return torch.fx.GraphModule(tracer.root, graph, name)
+
+
+class UnsupportedGraph(Exception):
+    """The graph cannot be imported at all (it then runs eagerly)."""
+
+
+class _UserFrameTracer(InPlaceTracer):
+    """Records each node's stack trace as the frames outside torch and fusec (fx
+    keeps only frames below a `forward`, so plain functions would get none), and
+    augmented assignments in place (`fusec.tracing`).
+
+    The frames are read from Python's own frame objects, not through fx's
+    `record_stack_traces`: that symbolizes a `CapturedTraceback`, which imports
+    torch._dynamo and torch._inductor on first use (seconds, on every fresh
+    process's first trace, warm starts included)."""
+
+    def create_node(self, *args: Any, **kwargs: Any) -> torch.fx.Node:
+        node = super().create_node(*args, **kwargs)
+        if not node.stack_trace:
+            trace = _user_stack_trace(sys._getframe(1))
+            if trace:
+                node.stack_trace = trace
+        return node
+
+
+def _user_stack_trace(frame: Any) -> str:
+    """`frame` and its callers outside torch and fusec, outermost first, as
+    `traceback` formats them ('File "m.py", line 3, in f\n    y = x.exp()')."""
+    import traceback
+
+    from fusec.source_lines import is_library_file
+
+    frames: list[traceback.FrameSummary] = []
+    while frame is not None:
+        code = frame.f_code
+        if not is_library_file(code.co_filename):
+            frames.append(traceback.FrameSummary(code.co_filename, frame.f_lineno, code.co_name))
+        frame = frame.f_back
+    frames.reverse()
+    return "".join(traceback.StackSummary.from_list(frames).format()).strip()
+
+
+def trace(fn_or_module: Any) -> torch.fx.GraphModule:
+    """A GraphModule for a GraphModule, an `nn.Module` or a function (symbolic trace)."""
+    if isinstance(fn_or_module, torch.fx.GraphModule):
+        return fn_or_module
+    try:
+        # Stack traces let logs and explanations name the user's source lines.
+        tracer = _UserFrameTracer()
+        graph = tracer.trace(fn_or_module)
+        name = (
+            fn_or_module.__class__.__name__
+            if isinstance(fn_or_module, torch.nn.Module)
+            else fn_or_module.__name__
+        )
+        return torch.fx.GraphModule(tracer.root, graph, name)
+    except Exception as e:  # noqa: BLE001 - any tracing failure means "run eagerly"
+        raise UnsupportedGraph(f"torch.fx cannot trace {fn_or_module!r}: {e}") from e

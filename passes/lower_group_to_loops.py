@@ -36,6 +36,7 @@ from typing import Any
 from fusec.dialects import aten
 from fusec.dialects import inference as inf
 from fusec.dialects.inference import BF16, BOOL, F16, F32, F64
+from fusec.runtime.kernel_signature import CatExit, KernelSignature, OperandSpec, OutputSpec
 from xdsl.context import Context
 from xdsl.dialects import arith, builtin, func, llvm, memref, scf
 from xdsl.dialects import math as mathd
@@ -63,101 +64,9 @@ INDEX = IndexType()
 DYN = builtin.DYNAMIC_INDEX
 
 # ----------------------------------------------------------------- signature data
+# (the dataclasses live in `fusec.runtime.kernel_signature`, which needs no xDSL)
 
-
-@dataclass(frozen=True)
-class OperandSpec:
-    """A tensor the kernel reads: group input `input` seen through `views`
-    (("chunk", index, chunks, dim), ("narrow", dim, start, length), ...)."""
-
-    input: int
-    views: tuple[tuple[object, ...], ...]
-    dtype: str
-
-
-@dataclass(frozen=True)
-class OutputSpec:
-    """A kernel output: its dtype and which dims are statically 1 (never broadcast)."""
-
-    dtype: str
-    static_shape: tuple[int, ...]
-
-
-@dataclass(frozen=True)
-class CatExit:
-    """A concat exit (`fuse-concat-exits`): group result `result` (in yield order)
-    is the concatenation along `dim` of kernel outputs `parts`, all of one shape.
-    The runtime allocates the result once and hands the kernel `narrow` views of it
-    as those outputs, so the kernel itself only ever writes part-shaped tensors."""
-
-    result: int
-    dim: int
-    parts: tuple[int, ...]
-
-
-@dataclass(frozen=True)
-class KernelSignature:
-    """Plain-data description of a kernel's arguments (picklable).
-
-    Argument order (cpu): begin, end, sizes[rank'], then for each operand and
-    output: data pointer and strides[rank'], then the scalars. `rank'` is
-    `max(rank, 1)`. On nvptx `begin, end` is replaced by the total element count.
-
-    nvptx launch ABI (`target="nvptx"`; the artifact's PTX `.entry` is named
-    `KernelArtifact.name`, for `cuModuleGetFunction`). `kernelParams[k]` points
-    at a host value of the listed PTX parameter type, in this order:
-
-    | parameter                       | PTX type    | value                                   |
-    |---------------------------------|-------------|-----------------------------------------|
-    | numel                           | .u64        | prod(sizes); 0 means nothing to do      |
-    | sizes[rank']                    | .u64 each   | the index space (rank 0: [1])           |
-    | per operand, then per output:   |             |                                         |
-    |   data                          | .u64 (.ptr) | device address of the view's element 0  |
-    |   strides[rank']                | .u64 each   | in elements, 0 on broadcast dims        |
-    | scalars (`scalars` order)       | f64: .f64, i64: .u64, i1: .u8 (0 or 1)                |
-    | zero-division flag (if any)     | .u64 (.ptr) | a zeroed device byte; 1 after: raise    |
-
-    Element types are `OperandSpec.dtype` / `OutputSpec.dtype` (i1 is one
-    byte). Any 1-D launch is correct: each thread grid-strides over the
-    flattened row-major index `ctaid.x * ntid.x + tid.x` (64-bit) up to numel,
-    e.g. 256 threads and min(ceil(numel / 256), 32 * SMs) blocks; no shared
-    memory. Operands and outputs are `noalias`: an output must not overlap an
-    input (reads use the read-only `ld.global.nc` path).
-
-    `outputs` are the tensors the kernel writes; the group returns the same ones
-    unless there are `exits`: each `CatExit` turns its `parts` into one result,
-    and the outputs in no exit fill the other result positions in order
-    (`fusec.runtime.operands.prepare` does this for every executor).
-    """
-
-    rank: int
-    inputs: tuple[str, ...]
-    operands: tuple[OperandSpec, ...]
-    scalars: tuple[tuple[int, str], ...]
-    outputs: tuple[OutputSpec, ...]
-    target: str = "cpu"
-    exits: tuple[CatExit, ...] = ()
-    reduce_dims: tuple[int, ...] = ()
-    """Index-space dims a reduction kernel reduces (`lower_reduction_to_loops`): its
-    outermost loop, the one [begin, end) splits, is the first dim not among them
-    (on nvptx, one block per index of the kept dims)."""
-    zero_division_flag: bool = False
-    """The kernel divides integers: one more argument after the scalars, a
-    pointer to a byte the kernel sets to 1 when a divisor was 0. The kernel never
-    traps (it divides by 1 instead); the host raises eager's
-    `RuntimeError: ZeroDivisionError` when the byte is set (on nvptx a `.u64`
-    device pointer, the last parameter)."""
-
-    @property
-    def loop_rank(self) -> int:
-        return max(self.rank, 1)
-
-    def parallel_extent(self, space: Sequence[int]) -> int:
-        """The size of the dim [begin, end) ranges over (1 when all are reduced)."""
-        if not self.reduce_dims:
-            return space[0] if space else 1
-        kept = [s for d, s in enumerate(space) if d not in self.reduce_dims]
-        return kept[0] if kept else 1
+__all__ = ["CatExit", "KernelSignature", "OperandSpec", "OutputSpec"]
 
 
 def dtype_name(t: Attribute) -> str:

@@ -38,9 +38,8 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from fusec.dialects.fusion import GroupOp
 from fusec.runtime.entries import (
     CorruptEntry,
     decode_entry,
@@ -66,12 +65,15 @@ __all__ = [
     "write_entry",
 ]
 
+if TYPE_CHECKING:
+    from fusec.dialects.fusion import GroupOp
+
 log = logging.getLogger("fusec")
 
 FORMAT_VERSION = "2"
 DEFAULT_LOCK_TIMEOUT = 5.0
 
-Builder = Callable[[GroupOp, str], Any]
+Builder = Callable[["GroupOp", str], Any]
 """(group, target) -> a `KernelArtifact` (others are kept in memory only)."""
 Loader = Callable[[Any], Any]
 """artifact -> a kernel: `kernel(inputs) -> outputs`."""
@@ -139,17 +141,26 @@ def fingerprint_sources() -> list[Path]:
 
 def package_version(dist: str) -> str:
     """The version of an installed package that is also a module of that name:
-    its `__version__` when it has one (importlib.metadata scans every
-    distribution on sys.path, tens of ms on a warm start's path), else its
-    distribution metadata, else "unknown"."""
-    import importlib
+    its `__version__` when it is imported and has one, else the version in the
+    name of its `.dist-info` directory next to it, else its distribution metadata,
+    else "unknown". Nothing is imported (a warm start must not import xDSL) and
+    `importlib.metadata` is the last resort: it scans every distribution on
+    sys.path, tens of ms on a warm start's path."""
+    import importlib.util
+    import sys
 
-    try:
-        v = getattr(importlib.import_module(dist), "__version__", None)
-    except ImportError:
-        v = None
+    v = getattr(sys.modules.get(dist), "__version__", None)
     if isinstance(v, str):
-        return str(v)
+        return v
+    try:
+        spec = importlib.util.find_spec(dist)
+    except (ImportError, ValueError):
+        spec = None
+    if spec is not None and spec.origin is not None:
+        site = Path(spec.origin).parent.parent
+        found = sorted(site.glob(f"{dist}-*.dist-info"))
+        if len(found) == 1:
+            return found[0].name[len(dist) + 1 : -len(".dist-info")]
     from importlib.metadata import PackageNotFoundError, version
 
     try:
@@ -217,14 +228,15 @@ def codegen_available() -> bool:
 def _signature_types() -> dict[str, type]:
     """The dataclasses a `KernelSignature` is made of (all of those defined next to
     it), by name: the only types an entry's header can name."""
-    import fusec.passes.lower_group_to_loops as lowering
+    import fusec.runtime.kernel_signature as signatures
 
     return {
         name: obj
-        for name, obj in vars(lowering).items()
+        for name, obj in vars(signatures).items()
         if isinstance(obj, type)
         and dataclasses.is_dataclass(obj)
-        and obj.__module__ == lowering.__name__
+        and obj.__module__ == signatures.__name__
+        and name != "KernelArtifact"
     }
 
 
@@ -273,7 +285,7 @@ def artifact_header(key: str, fingerprint: str, artifact: Any) -> dict[str, Any]
 
 def artifact_from_entry(header: dict[str, Any], payload: bytes) -> Any:
     """The `KernelArtifact` of a validated entry (its code is the payload)."""
-    from fusec.codegen import KernelArtifact, KernelSignature
+    from fusec.runtime.kernel_signature import KernelArtifact, KernelSignature
 
     sig = from_json(header.get("signature"))
     name, target = header.get("name"), header.get("target")
@@ -284,14 +296,13 @@ def artifact_from_entry(header: dict[str, Any], payload: bytes) -> Any:
     return KernelArtifact(name, target, payload, sig)
 
 
-def check_artifact(artifact: Any, group: GroupOp, target: str) -> None:
+def check_artifact(artifact: Any, group: GroupOp | None, target: str) -> None:
     """`CorruptEntry` unless a loaded artifact fits `group` on `target`: the
     kernel it names is defined in its code (else the JIT hands back a null
     function pointer), and the signature's inputs and results have the group's
     count and element types. (The name itself is the first builder's: groups of
-    one canonical key share the entry under different SSA names.)"""
-    from fusec.passes.lower_group_to_loops import dtype_name
-
+    one canonical key share the entry under different SSA names.) Without a
+    group, only the target and the code are checked."""
     want = artifact.name
     if artifact.target != target:
         raise CorruptEntry(f"kernel is for {artifact.target}, expected {target}")
@@ -303,6 +314,10 @@ def check_artifact(artifact: Any, group: GroupOp, target: str) -> None:
     )
     if defined is None:
         raise CorruptEntry(f"kernel {want} is not defined in the entry's code")
+    if group is None:
+        return
+    from fusec.passes.lower_group_to_loops import dtype_name
+
     sig = artifact.signature
     inputs = tuple(_shape_free(dtype_name(a.type)) for a in group.body.block.args)
     if tuple(_shape_free(str(t)) for t in sig.inputs) != inputs:
@@ -417,7 +432,42 @@ class KernelCache:
         return key in self._failed, None
 
     def kernel_for(self, group: GroupOp, target: str = "cpu") -> Any | None:
+        return self.keyed_kernel_for(group, target)[1]
+
+    def keyed_kernel_for(self, group: GroupOp, target: str = "cpu") -> tuple[str, Any | None]:
+        """(key, `kernel_for(group, target)`): the key finds the kernel again
+        without the group (`kernel_by_key`), e.g. in a warm-started program."""
         key = self.key(group, target)
+        return key, self._kernel_for(key, group, target)
+
+    def kernel_by_key(self, key: str, target: str = "cpu") -> Any | None:
+        """The kernel of `key` from memory or from its disk entry, or None: with
+        no group at hand nothing is built, and the entry is checked for its key,
+        fingerprint, target and code (not against a group's types)."""
+        with self._lock:
+            kernel = self._memory.get(key)
+            if kernel is not None:
+                self.stats.memory_hits += 1
+                return kernel
+            if key in self._failed:
+                return None
+            key_lock = self._key_locks.setdefault(key, threading.Lock())
+        path = self._disk_path(key)
+        if path is None:
+            return None
+        with key_lock:
+            with self._lock:
+                kernel = self._memory.get(key)
+            if kernel is None:
+                # A bad entry is counted (and logged) by the compile that follows
+                # this miss, which reads it again.
+                kernel = self._read(path, key, None, target, count_corrupt=False)
+            if kernel is not None:
+                with self._lock:
+                    kernel = self._memory.setdefault(key, kernel)
+            return kernel
+
+    def _kernel_for(self, key: str, group: GroupOp, target: str) -> Any | None:
         with self._lock:
             settled, kernel = self._known(key)
             if settled:
@@ -492,7 +542,7 @@ class KernelCache:
             lock.release()
 
     def _read(
-        self, path: Path, key: str, group: GroupOp, target: str, count_corrupt: bool = True
+        self, path: Path, key: str, group: GroupOp | None, target: str, count_corrupt: bool = True
     ) -> Any | None:
         """The kernel of the entry at `path`, or None (missing, or corrupt: any
         damage, another key or fingerprint, a kernel that does not fit `group`)."""
@@ -519,7 +569,7 @@ class KernelCache:
         return kernel
 
     def _build(self, key: str, group: GroupOp, target: str, path: Path | None) -> Any:
-        from fusec.codegen import KernelArtifact
+        from fusec.runtime.kernel_signature import KernelArtifact
 
         artifact = self.builder(group, target)
         kernel = self.loader(artifact)

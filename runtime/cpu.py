@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-from fusec.codegen import KernelArtifact, KernelSignature
 from fusec.llvm_jit import JitModule
+from fusec.runtime.kernel_signature import KernelArtifact, KernelSignature
 from fusec.runtime.operands import broadcast_strides, prepare
 
 _MIN_PARALLEL_ELEMENTS = 1 << 15

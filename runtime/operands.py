@@ -11,13 +11,23 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import torch
-from fusec.codegen import KernelSignature
-from fusec.dialects.inference import broadcast_shapes
-from fusec.torch_ops import TORCH_DTYPES as ELEMENT_TO_TORCH
-from xdsl.utils.exceptions import VerifyException
+from fusec.runtime.kernel_signature import KernelSignature
 
-TORCH_DTYPES: dict[str, torch.dtype] = {str(k): v for k, v in ELEMENT_TO_TORCH.items()}
-"""Kernel signatures name dtypes as element type strings (`f32`, `i1`, ...)."""
+TORCH_DTYPES: dict[str, torch.dtype] = {
+    "i1": torch.bool,
+    "ui8": torch.uint8,
+    "i8": torch.int8,
+    "i16": torch.int16,
+    "i32": torch.int32,
+    "i64": torch.int64,
+    "f16": torch.float16,
+    "bf16": torch.bfloat16,
+    "f32": torch.float32,
+    "f64": torch.float64,
+}
+"""Kernel signatures name dtypes as element type strings (`f32`, `i1`, ...), as
+the IR prints fusec's element types (`fusec.torch_ops.TORCH_DTYPES`; a test
+checks that the two agree)."""
 
 
 def apply_views(t: torch.Tensor, views: Sequence[tuple[object, ...]]) -> torch.Tensor:
@@ -67,8 +77,7 @@ def output_shapes(
 ) -> tuple[tuple[int, ...], list[tuple[int, ...]]]:
     """The index space and the output shapes for these (viewed) operands:
     broadcasting of the operands, statically size-1 output dims stay 1."""
-    # The dialect's pure-Python broadcast is several times cheaper than torch's here.
-    space = list(broadcast_shapes(*(o.shape for o in operands)))
+    space = list(_broadcast_shapes([o.shape for o in operands]))
     space = [1] * (sig.rank - len(space)) + space
     for out in sig.outputs:
         lead = sig.rank - len(out.static_shape)
@@ -82,6 +91,28 @@ def output_shapes(
             tuple(1 if s == 1 else space[lead + i] for i, s in enumerate(out.static_shape))
         )
     return tuple(space), shapes
+
+
+def _broadcast_shapes(shapes: Sequence[Sequence[int]]) -> tuple[int, ...]:
+    """`torch.broadcast_shapes` in plain Python (several times cheaper here);
+    `KernelDeclined` for shapes that do not broadcast."""
+    rank = max((len(s) for s in shapes), default=0)
+    out: list[int] = []
+    for i in range(rank):
+        size = 1
+        for s in shapes:
+            j = i - (rank - len(s))
+            if j < 0 or s[j] == 1:
+                continue
+            if size == 1:
+                size = s[j]
+            elif s[j] != size:
+                raise KernelDeclined(
+                    f"shapes {[tuple(x) for x in shapes]} cannot be broadcast "
+                    f"(dimension {i} is {size} and {s[j]})"
+                )
+        out.append(size)
+    return tuple(out)
 
 
 class KernelDeclined(Exception):
@@ -102,10 +133,8 @@ def prepare(
     in yield order; the same tensors as `outs` unless outputs are views of one
     buffer)."""
     operands = [apply_views(inputs[s.input], s.views) for s in sig.operands]  # type: ignore[arg-type]
-    try:
-        space, shapes = output_shapes(sig, operands)
-    except VerifyException as e:  # outputs of one group that do not broadcast together
-        raise KernelDeclined(str(e)) from None
+    # Outputs of one group that do not broadcast together: `KernelDeclined`.
+    space, shapes = output_shapes(sig, operands)
     if 0 in space and any(0 not in shape for shape in shapes):
         raise KernelDeclined("an output is not empty but the index space is")
     if sig.exits:

@@ -226,7 +226,7 @@ class _Builder(RootHolder):
             kernel = self.kernels(op)
             body_of = functools.partial(self.build, op.body.block, list(op.yield_op.values))
             if kernel is not None:
-                return self.kernel_step(kernel, body_of), "kernel", ("kernel", op, body_of)
+                return kernel_fn(kernel, body_of), "kernel", ("kernel", op, body_of)
             body = body_of()
             if body.launches:
                 raise UnsupportedProgram("a group nested in a group")
@@ -244,21 +244,6 @@ class _Builder(RootHolder):
             raise UnsupportedProgram(f"no eager PyTorch implementation for {op.name}")
         info = op_info(op)
         return step_callable(info), "torch", ("torch", info)
-
-    @staticmethod
-    def kernel_step(
-        kernel: Callable[[Sequence[Any]], Sequence[Any]], body_of: Callable[[], HostProgram]
-    ) -> _KernelCall:
-        """Runs `kernel`, or the group's body through PyTorch for a call the
-        kernel declines (`KernelDeclined`; the body program is made then)."""
-        body: list[HostProgram] = []
-
-        def declined(xs: Sequence[Any]) -> Sequence[Any]:
-            if not body:
-                body.append(body_of())
-            return body[0](xs)
-
-        return _KernelCall(kernel, declined)
 
     def if_step(
         self, op: scf.IfOp, slot: dict[SSAValue, int]
@@ -309,6 +294,21 @@ def assemble(
         dataclasses.replace(step, free=tuple(sorted(frees[i]))) for i, step in enumerate(steps)
     ]
     return HostProgram(n_slots, arg_slots, consts, program_steps, out_slots, launches, fallback)
+
+
+def kernel_fn(
+    kernel: Callable[[Sequence[Any]], Sequence[Any]], body_of: Callable[[], HostProgram]
+) -> _KernelCall:
+    """A kernel step: `kernel`, or the group's body through PyTorch for a call
+    the kernel declines (`KernelDeclined`; the body program is made then)."""
+    body: list[HostProgram] = []
+
+    def declined(xs: Sequence[Any]) -> Sequence[Any]:
+        if not body:
+            body.append(body_of())
+        return body[0](xs)
+
+    return _KernelCall(kernel, declined)
 
 
 def group_fn(body: HostProgram) -> Callable[..., Sequence[Any]]:

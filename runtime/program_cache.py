@@ -10,6 +10,9 @@ module spares it the rest.
 - Objects: the machine code MCJIT makes from a kernel's optimized LLVM IR, keyed
   by the IR and the host target (cpu name, features, LLVM version). A hit is
   loaded instead of running LLVM's code generator again.
+- Hosts: a specialization's whole host program as data (`fusec.warm_start`),
+  keyed by the graph and its specialization. A hit needs no IR at all: no
+  import, no pipeline, no parse, no xDSL.
 
 Entries are data, never pickles: the kernel cache's format
 (`fusec.runtime.entries`: a JSON header with kind, key and fingerprint, then the
@@ -33,7 +36,7 @@ from fusec.runtime import entries
 
 log = logging.getLogger("fusec")
 
-KINDS = ("program", "object")
+KINDS = ("program", "object", "host")
 
 
 def enabled() -> bool:

@@ -68,9 +68,16 @@ def test_second_compile_skips_the_pipeline(cache_dir, monkeypatch):
     assert "fusion.guard" in g.ir()
 
 
+def _drop_hosts(cache_dir: Path) -> None:
+    """Removes the host-program entries, so a compile goes through the IR cache."""
+    for p in _entries(cache_dir, "host"):
+        p.unlink()
+
+
 def test_other_shapes_are_another_program(cache_dir):
     f = fusec.compile(lstm_tail)
     f(*_args())
+    _drop_hosts(cache_dir)
     g = fusec.compile(lstm_tail)
     args = [torch.randn(3, 16), torch.randn(3, 4)]
     _check(g(*args), lstm_tail(*args))
@@ -85,10 +92,12 @@ def test_malformed_program_entry_is_rebuilt(cache_dir):
     # Valid header and checksum over IR that does not parse: still a miss.
     bad = program_cache.encode("program", entry.stem, b"func.func @broken(")
     entry.write_bytes(bad)
+    _drop_hosts(cache_dir)
     g = fusec.compile(lstm_tail)
     _check(g(*args), lstm_tail(*args))
     assert entry.read_bytes() == data  # rewritten by the rebuild
     entry.write_bytes(data[: len(data) // 2])
+    _drop_hosts(cache_dir)
     h = fusec.compile(lstm_tail)
     _check(h(*args), lstm_tail(*args))
     assert entry.read_bytes() == data

@@ -1,0 +1,190 @@
+"""A host program as JSON data, and back: what the warm-start cache stores.
+
+`program_to_data` writes each step's recipe (`Step.recipe`) with its slots; the
+kernels as their kernel-cache keys. `program_from_data` makes the same program
+from that data alone: eager steps from their `OpInfo`, guards from their checks,
+kernels loaded by key, branches and group bodies recursively. Neither reads IR
+nor imports xDSL:
+
+    {"n_slots": 5, "args": [0, 1], "consts": [[2, 2.0]], "outs": [4],
+     "steps": [{"kind": "torch", "name": "aten.mm", "ins": [0, 1], "outs": [3],
+                "op": {"name": "aten.mm", ...}},
+               {"kind": "kernel", "name": "group[add,sigmoid]", "ins": [3, 2],
+                "outs": [4], "key": "5e1f...", "body": {...}}]}
+
+A program with a step that cannot be written (an `aten.opaque` call, whose
+target is a Python object; a kernel without a cache key) has no data
+(`NotData`); data that is malformed raises `NotData` too, and callers treat both
+as a miss.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from fusec.runtime.program import (
+    HostProgram,
+    RootHolder,
+    Step,
+    _InputCheck,
+    assemble,
+    group_fn,
+    guard_fn,
+    if_fn,
+    kernel_fn,
+)
+from fusec.runtime.torch_steps import DTYPE_BY_NAME, OpInfo, dtype_name, step_callable
+
+KernelKey = Callable[[Any], str | None]
+"""A group op -> the kernel-cache key of its kernel (None: it has none)."""
+KernelByKey = Callable[[str], Callable[[Sequence[Any]], Sequence[Any]] | None]
+"""A kernel-cache key -> the kernel (None: not in the cache)."""
+
+
+class NotData(ValueError):
+    """The program cannot be written as data, or the data is not a program."""
+
+
+def program_to_data(program: HostProgram, kernel_key: KernelKey) -> dict[str, Any]:
+    """`program` as JSON data (`NotData` if a step cannot be written)."""
+    return {
+        "n_slots": program.n_slots,
+        "args": list(program.arg_slots),
+        "consts": [[slot, _const_to_data(v)] for slot, v in program.consts.items()],
+        "steps": [_step_to_data(s, kernel_key) for s in program.steps],
+        "outs": list(program.out_slots),
+    }
+
+
+def _const_to_data(v: Any) -> Any:
+    if type(v) is float and not math.isfinite(v):
+        return {"float": repr(v)}  # JSON has no inf/nan; repr round-trips through float()
+    if type(v) in (bool, int, float):
+        return v
+    raise NotData(f"constant {v!r} is not a Python scalar")
+
+
+def _step_to_data(step: Step, kernel_key: KernelKey) -> dict[str, Any]:
+    d: dict[str, Any] = {
+        "kind": step.kind,
+        "name": step.name,
+        "ins": list(step.ins),
+        "outs": list(step.outs),
+    }
+    recipe = step.recipe
+    what = recipe[0] if isinstance(recipe, tuple) and recipe else None
+    if what != step.kind:
+        raise NotData(f"a {step.kind} step has no recipe")
+    if what == "torch":
+        d["op"] = recipe[1].to_json()
+    elif what == "kernel":
+        key = kernel_key(recipe[1])
+        if key is None:
+            raise NotData("a kernel without a cache key")
+        d["key"] = key
+        d["body"] = program_to_data(recipe[2](), kernel_key)
+    elif what == "group":
+        d["body"] = program_to_data(recipe[1], kernel_key)
+    elif what == "guard":
+        d["checks"] = [_check_to_data(c) for c in recipe[1]]
+        d["what"] = recipe[2]
+    elif what == "if":
+        d["branches"] = [program_to_data(b, kernel_key) for b in step.branches]
+    else:
+        raise NotData(f"a {step.kind} step ({step.name}) cannot be written as data")
+    return d
+
+
+def _check_to_data(c: _InputCheck) -> list[Any]:
+    return [dtype_name(c.dtype), c.ndim, list(c.ones), c.contiguous, c.device, c.full_device]
+
+
+def _check_from_data(d: Any) -> _InputCheck:
+    dtype, ndim, ones, contiguous, device, full = d
+    if not isinstance(ndim, int) or len(ones) != ndim or not isinstance(device, str):
+        raise NotData(f"bad guard check {d!r}")
+    return _InputCheck(
+        DTYPE_BY_NAME[dtype],
+        ndim,
+        tuple(bool(o) for o in ones),
+        bool(contiguous),
+        device,
+        bool(full),
+    )
+
+
+def program_from_data(data: Any, kernel_by_key: KernelByKey) -> HostProgram:
+    """The program `program_to_data` wrote; `NotData` if `data` is malformed or a
+    kernel it names is not to be had."""
+    holder = RootHolder()
+    try:
+        program = _Loader(kernel_by_key, holder).program(data)
+    except NotData:
+        raise
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError) as e:
+        raise NotData(f"malformed program data: {type(e).__name__}: {e}") from None
+    holder.root = program
+    return program
+
+
+class _Loader:
+    def __init__(self, kernel_by_key: KernelByKey, holder: RootHolder):
+        self.kernel_by_key = kernel_by_key
+        self.holder = holder
+        self.guards = 0
+
+    def program(self, d: dict[str, Any]) -> HostProgram:
+        n_slots = int(d["n_slots"])
+        args = tuple(int(s) for s in d["args"])
+        outs = tuple(int(s) for s in d["outs"])
+        consts = {int(slot): _const_from_data(v) for slot, v in d["consts"]}
+        steps = [self.step(s) for s in d["steps"]]
+        used = [*args, *outs, *consts, *(i for s in steps for i in (*s.ins, *s.outs))]
+        if any(not 0 <= i < n_slots for i in used):
+            raise NotData("a slot out of range")
+        return assemble(n_slots, args, consts, steps, outs)
+
+    def step(self, d: dict[str, Any]) -> Step:
+        kind, name = str(d["kind"]), str(d["name"])
+        ins, outs = tuple(int(i) for i in d["ins"]), tuple(int(i) for i in d["outs"])
+        branches: tuple[HostProgram, ...] = ()
+        fn: Callable[..., Any]
+        if kind == "torch":
+            info = OpInfo.from_json(d["op"])
+            fn, recipe = step_callable(info), ("torch", info)
+        elif kind == "kernel":
+            kernel = self.kernel_by_key(str(d["key"]))
+            if kernel is None:
+                raise NotData(f"kernel {d['key']} is not in the kernel cache")
+            body_data = d["body"]
+            body_of = lambda: self.program(body_data)  # noqa: E731 - made on first decline
+            fn, recipe = kernel_fn(kernel, body_of), ("kernel", None, body_of)
+        elif kind == "group":
+            body = self.program(d["body"])
+            fn, recipe = group_fn(body), ("group", body)
+        elif kind == "guard":
+            checks = tuple(_check_from_data(c) for c in d["checks"])
+            what = str(d["what"])
+            # No op to key failures by: the guard's position stands in for it.
+            self.guards += 1
+            fn = guard_fn(checks, what, f"{what}#{self.guards}", self.holder)
+            recipe = ("guard", checks, what)
+        elif kind == "if":
+            then, other = (self.program(b) for b in d["branches"])
+            branches = (then, other)
+            if len(ins) != len(then.arg_slots) + 1 or len(other.arg_slots) != len(then.arg_slots):
+                raise NotData("an if step whose branches do not take its operands")
+            fn, recipe = if_fn(then, other, self.holder), ("if",)
+        else:
+            raise NotData(f"unknown step kind {kind!r}")
+        return Step(fn, ins, outs, (), kind, name, branches, recipe)
+
+
+def _const_from_data(v: Any) -> Any:
+    if isinstance(v, dict):
+        return float(v["float"])
+    if type(v) in (bool, int, float):
+        return v
+    raise NotData(f"constant {v!r} is not a Python scalar")

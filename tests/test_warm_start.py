@@ -1,0 +1,231 @@
+"""The warm start (`fusec.warm_start`): a graph compiled before runs from its
+cached host program, with no import, pipeline or IR; what does not fit (other
+size classes, another graph, a damaged entry, a missing kernel) compiles again,
+and every result equals eager PyTorch."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import fusec
+import fusec.importer
+import pytest
+import torch
+from fusec import compiled
+from fusec.runtime import cache as cache_mod
+from fusec.runtime import program_cache
+
+
+def lstm_tail(gates: torch.Tensor, cx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    i, f, g, o = gates.chunk(4, 1)
+    cy = torch.sigmoid(f) * cx + torch.sigmoid(i) * torch.tanh(g)
+    return torch.sigmoid(o) * torch.tanh(cy), cy
+
+
+def _args() -> list[torch.Tensor]:
+    gen = torch.Generator().manual_seed(0)
+    return [torch.randn(4, 32, generator=gen), torch.randn(4, 8, generator=gen)]
+
+
+def _check(got, want) -> None:
+    for g, w in zip(got, want, strict=True):
+        torch.testing.assert_close(g, w)
+
+
+def _hosts(cache_dir: Path) -> list[Path]:
+    return sorted((cache_dir / "hosts").rglob("*.bin"))
+
+
+class _Imports:
+    """Counts imports (fx graph -> IR) and pipeline runs."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch):
+        self.imports = self.pipelines = 0
+        real_import, real_pipeline = fusec.importer.import_fx, compiled.run_pipeline
+
+        def import_fx(*a, **k):
+            self.imports += 1
+            return real_import(*a, **k)
+
+        def run_pipeline(*a, **k):
+            self.pipelines += 1
+            return real_pipeline(*a, **k)
+
+        monkeypatch.setattr(fusec.importer, "import_fx", import_fx)
+        monkeypatch.setattr(compiled, "run_pipeline", run_pipeline)
+
+
+def test_a_warm_hit_needs_no_import_and_loads_kernels_by_key(cache_dir, monkeypatch):
+    args = _args()
+    _check(fusec.compile(lstm_tail)(*args), lstm_tail(*args))
+    assert len(_hosts(cache_dir)) == 1
+    counts = _Imports(monkeypatch)
+    cache_mod.reset()  # as a new process: kernels come from disk
+    g = fusec.compile(lstm_tail)
+    _check(g(*args), lstm_tail(*args))
+    assert (counts.imports, counts.pipelines) == (0, 0)
+    assert g.launches_per_call == 1
+    stats = fusec.cache_stats()
+    assert (stats["kernels_compiled"], stats["disk_hits"]) == (0, 1)
+    assert "fusion.guard" in g.ir()  # the IR text comes with the entry
+    # Later calls take the fast path of the loaded program.
+    more = [torch.randn(6, 32), torch.randn(6, 8)]
+    _check(g(*more), lstm_tail(*more))
+    assert g.launches_per_call == 1
+
+
+def test_other_sizes_of_one_pattern_share_the_entry(cache_dir, monkeypatch):
+    fusec.compile(lstm_tail)(*_args())
+    counts = _Imports(monkeypatch)
+    args = [torch.randn(3, 16), torch.randn(3, 4)]
+    _check(fusec.compile(lstm_tail)(*args), lstm_tail(*args))
+    assert counts.imports == 0 and len(_hosts(cache_dir)) == 1
+
+
+def halves(x: torch.Tensor) -> torch.Tensor:
+    a, b = x.chunk(2, 1)
+    return torch.sigmoid(a) * b + 1
+
+
+def test_sizes_that_cut_otherwise_miss(cache_dir, monkeypatch):
+    x = torch.randn(4, 8)
+    torch.testing.assert_close(fusec.compile(halves)(x), halves(x))
+    counts = _Imports(monkeypatch)
+    y = torch.randn(4, 2)  # chunk(2) of 2 is pieces of size 1: they broadcast otherwise
+    torch.testing.assert_close(fusec.compile(halves)(y), halves(y))
+    assert counts.imports == 1
+
+
+def test_a_changed_graph_misses(cache_dir, monkeypatch):
+    args = _args()
+    fusec.compile(lstm_tail)(*args)
+
+    def other(gates: torch.Tensor, cx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        i, f, g, o = gates.chunk(4, 1)
+        cy = torch.sigmoid(f) * cx + torch.sigmoid(i) * torch.relu(g)
+        return torch.sigmoid(o) * torch.tanh(cy), cy
+
+    other.__name__ = lstm_tail.__name__  # only the code differs
+    counts = _Imports(monkeypatch)
+    _check(fusec.compile(other)(*args), other(*args))
+    assert counts.imports == 1 and len(_hosts(cache_dir)) == 2
+
+
+def test_another_dtype_misses(cache_dir, monkeypatch):
+    args = _args()
+    fusec.compile(lstm_tail)(*args)
+    counts = _Imports(monkeypatch)
+    doubles = [a.double() for a in args]
+    _check(fusec.compile(lstm_tail)(*doubles), lstm_tail(*doubles))
+    assert counts.imports == 1 and len(_hosts(cache_dir)) == 2
+
+
+def _rewrite_payload(entry: Path, change) -> None:
+    header, payload = program_cache.decode("host", entry.stem, entry.read_bytes())
+    d = json.loads(payload)
+    change(d)
+    entry.write_bytes(program_cache.encode("host", entry.stem, json.dumps(d).encode()))
+
+
+def _bad_slot(d):
+    d["program"]["steps"][0]["ins"] = [999]
+
+
+def _unknown_step(d):
+    d["program"]["steps"][0]["kind"] = "mystery"
+
+
+def _bad_check(d):
+    for step in d["program"]["steps"]:
+        if step["kind"] == "guard":
+            step["checks"][0][0] = "complex32"
+
+
+@pytest.mark.parametrize(
+    "damage",
+    ["truncate", "flip", "not-json", "bad-slot", "unknown-step", "bad-check", "missing-kernel"],
+)
+def test_a_damaged_entry_falls_back_to_compiling(cache_dir, monkeypatch, damage):
+    args = _args()
+    fusec.compile(lstm_tail)(*args)
+    (entry,) = _hosts(cache_dir)
+    data = entry.read_bytes()
+    if damage == "truncate":
+        entry.write_bytes(data[: len(data) // 2])
+    elif damage == "flip":
+        entry.write_bytes(data[:-10] + bytes([data[-10] ^ 0xFF]) + data[-9:])
+    elif damage == "not-json":
+        entry.write_bytes(program_cache.encode("host", entry.stem, b"{not json"))
+    elif damage == "bad-slot":
+        _rewrite_payload(entry, _bad_slot)
+    elif damage == "unknown-step":
+        _rewrite_payload(entry, _unknown_step)
+    elif damage == "bad-check":
+        _rewrite_payload(entry, _bad_check)
+    else:
+        for k in (cache_dir / "kernels").rglob("*.bin"):
+            k.unlink()
+    cache_mod.reset()
+    counts = _Imports(monkeypatch)
+    g = fusec.compile(lstm_tail)
+    _check(g(*args), lstm_tail(*args))
+    assert counts.imports == 1 and g.launches_per_call == 1
+    assert entry.read_bytes() == data  # written again, whole
+
+
+def test_programs_with_opaque_calls_are_not_stored(cache_dir):
+    def uses_cumsum(x: torch.Tensor) -> torch.Tensor:
+        return torch.cumsum(torch.sigmoid(x), 0) * 2
+
+    x = torch.randn(5, 3)
+    torch.testing.assert_close(fusec.compile(uses_cumsum)(x), uses_cumsum(x))
+    assert _hosts(cache_dir) == []
+    torch.testing.assert_close(fusec.compile(uses_cumsum)(x), uses_cumsum(x))
+
+
+_CHILD = textwrap.dedent(
+    """
+    import json, sys, torch, fusec
+    # Defined here: the test module imports the compiler (to count its imports).
+    def lstm_tail(gates, cx):
+        i, f, g, o = gates.chunk(4, 1)
+        cy = torch.sigmoid(f) * cx + torch.sigmoid(i) * torch.tanh(g)
+        return torch.sigmoid(o) * torch.tanh(cy), cy
+    args = [torch.randn(4, 32), torch.randn(4, 8)]
+    f = fusec.compile(lstm_tail)
+    got = f(*args)
+    for g, w in zip(got, lstm_tail(*args)):
+        torch.testing.assert_close(g, w)
+    xdsl = sorted(m for m in sys.modules if m == "xdsl" or m.startswith("xdsl."))
+    print(json.dumps({{"xdsl": xdsl, "launches": f.launches_per_call, **fusec.cache_stats()}}))
+    """
+)
+
+
+def test_a_warm_process_imports_no_xdsl(cache_dir):
+    env = {**os.environ, "FUSEC_CACHE_DIR": str(cache_dir)}
+    code = _CHILD.format()
+    runs = []
+    for _ in range(2):
+        p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+        assert p.returncode == 0, p.stderr[-3000:]
+        runs.append(json.loads(p.stdout.strip().splitlines()[-1]))
+    cold, warm = runs
+    assert cold["kernels_compiled"] == 1 and cold["xdsl"]
+    assert warm["kernels_compiled"] == 0 and warm["disk_hits"] == 1
+    assert warm["launches"] == 1
+    assert warm["xdsl"] == []
+
+
+def test_the_tables_without_xdsl_agree_with_the_ir():
+    from fusec.runtime.operands import TORCH_DTYPES
+    from fusec.runtime.torch_steps import DTYPE_BY_NAME
+    from fusec.torch_ops import TORCH_DTYPES as IR_DTYPES
+
+    assert TORCH_DTYPES == {str(k): v for k, v in IR_DTYPES.items()}
+    assert set(DTYPE_BY_NAME.values()) == set(IR_DTYPES.values())
