@@ -646,7 +646,13 @@ class CompiledFunction:
                 module = imported.module = cached
             else:
                 run_pipeline(module, pipeline)
-                _store_program(self.gm, args, pipeline, name, module)
+        from fusec.runtime import program_cache
+
+        # The module's text is printed once for both warm-start entries.
+        store_ir = warm and cached is None and program_cache.enabled()
+        text = str(module) if host_key is not None or store_ir else ""
+        if store_ir:
+            _store_program(self.gm, args, pipeline, name, text)
         # CPU kernels for all-CPU inputs, GPU kernels for inputs on one CUDA device;
         # mixed devices run their groups through PyTorch.
         records: dict[Any, Any] = {}
@@ -680,7 +686,7 @@ class CompiledFunction:
             from fusec.warm_start import store
 
             assert spec.facts is not None
-            store(host_key, args, program, spec.facts, str(module), kernel_keys.get)
+            store(host_key, args, program, spec.facts, text, kernel_keys.get)
         return spec
 
     def _host_key(self, args: Sequence[Any], pipeline: str) -> str | None:
@@ -959,13 +965,13 @@ def _cached_program(
 
 
 def _store_program(
-    gm: torch.fx.GraphModule, args: Sequence[Any], pipeline: str, name: str, module: ModuleOp
+    gm: torch.fx.GraphModule, args: Sequence[Any], pipeline: str, name: str, text: str
 ) -> None:
     from fusec.runtime import program_cache
 
     key = program_cache.program_key(gm, args, pipeline, name) if program_cache.enabled() else None
     if key is not None:
-        program_cache.store_program(key, module)
+        program_cache.store_program(key, text)
 
 
 def _compile_pipeline(args: Sequence[Any]) -> str:

@@ -199,5 +199,6 @@ def load_program(key: str, ctx: Any) -> Any | None:
     return module
 
 
-def store_program(key: str, module: Any) -> None:
-    store("program", key, str(module).encode())
+def store_program(key: str, text: str) -> None:
+    """Stores a module's text (`str(module)`) as the program of `key`."""
+    store("program", key, text.encode())
