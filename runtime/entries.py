@@ -144,14 +144,17 @@ def write_entry(path: Path, header: Mapping[str, Any], payload: bytes) -> None:
 
 def write_atomic(path: Path, data: bytes) -> None:
     """Writes `data` to a private temporary file (`<name>.<pid>.<random>.tmp`, so
-    `remove_stale_tmp` can tell whether its writer still runs) renamed over `path`."""
+    `remove_stale_tmp` can tell whether its writer still runs) renamed over `path`.
+
+    Readers see the old file or the whole new one. There is no `fsync`: after a
+    power loss an entry may be empty or torn, which its size and checksum
+    reveal (a miss, rebuilt), and a cold compile writes four entries, each
+    `fsync` costing milliseconds to tens of them on a busy disk."""
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f"{path.name}.{os.getpid()}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
