@@ -97,6 +97,8 @@ class GraphReport:
     """Every op, in order (the fusion graph's nodes)."""
     args: list[str] = field(default_factory=list)
     results: list[str] = field(default_factory=list)
+    unexplained: str | None = None
+    """Why the specialization that ran cannot be explained (it has no IR)."""
 
     def lines(self) -> list[str]:
         out = [
@@ -107,6 +109,9 @@ class GraphReport:
         out += [f"    {s}" for s in self.specializations] or ["    (none yet)"]
         if self.eager_reason is not None:
             out.append(f"  runs eagerly: {self.eager_reason}")
+            return out
+        if self.unexplained is not None:
+            out.append(f"  not explained: {self.unexplained}")
             return out
         for g in self.groups:
             if g.kernel is None:
@@ -284,6 +289,14 @@ def graph_report(fn: CompiledFunction, spec: Specialization | None = None) -> Gr
     if spec is None:
         return GraphReport(name, specs, eager_reason=fn.untraceable or "never called")
     imported = spec.imported
+    if spec.program is not None and imported is None:
+        return GraphReport(
+            name,
+            specs,
+            launches_per_call=spec.launches,
+            unexplained="it was loaded from the warm-start cache, without its IR "
+            "(`fusec.explain` compiles with program_cache=False)",
+        )
     if spec.program is None or imported is None:
         return GraphReport(name, specs, eager_reason=spec.reason or "no program")
     opaque = {op: why for op in imported.func.walk() if (why := _opaque_reason(op, imported))}

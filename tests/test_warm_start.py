@@ -229,3 +229,16 @@ def test_the_tables_without_xdsl_agree_with_the_ir():
 
     assert TORCH_DTYPES == {str(k): v for k, v in IR_DTYPES.items()}
     assert set(DTYPE_BY_NAME.values()) == set(IR_DTYPES.values())
+
+
+def test_a_warm_started_function_says_why_it_is_not_explained(cache_dir):
+    args = _args()
+    fusec.compile(lstm_tail)(*args)
+    g = fusec.compile(lstm_tail)
+    g(*args)
+    text = str(g.explain())
+    assert "not explained" in text and "warm-start cache" in text
+    assert "runs eagerly" not in text
+    # fusec.explain compiles again, without the cache: the full report.
+    full = str(fusec.explain(lstm_tail, *args))
+    assert "kernel" in full and "not explained" not in full
