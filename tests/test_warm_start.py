@@ -242,3 +242,24 @@ def test_a_warm_started_function_says_why_it_is_not_explained(cache_dir):
     # fusec.explain compiles again, without the cache: the full report.
     full = str(fusec.explain(lstm_tail, *args))
     assert "kernel" in full and "not explained" not in full
+
+
+def test_a_loaded_kernel_step_runs_its_group_body_when_the_kernel_declines(cache_dir):
+    args = _args()
+    fusec.compile(lstm_tail)(*args)
+    cache_mod.reset()
+    g = fusec.compile(lstm_tail)
+    _check(g(*args), lstm_tail(*args))
+    program = g.last.program
+    assert g.last.imported is None  # loaded, not compiled
+    (guarded,) = [s for s in program.steps if s.kind == "if"]
+    values = dict(zip(program.arg_slots, args, strict=True))
+    then = guarded.branches[0]
+    inner = dict(zip(then.arg_slots, [values[i] for i in guarded.ins[1:]], strict=True))
+    (kernel_step,) = [s for s in then.steps if s.kind == "kernel"]
+    inputs = [inner[i] for i in kernel_step.ins]
+    by_kernel = kernel_step.fn(*inputs)
+    by_body = kernel_step.fn.declined(tuple(inputs))
+    assert len(by_kernel) == len(by_body) == 2
+    for k, b in zip(by_kernel, by_body, strict=True):
+        torch.testing.assert_close(k, b)
