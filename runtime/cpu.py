@@ -442,6 +442,12 @@ def _memory_order(
 
         a.t() + b.t() -> out:  a, b strides (1, n), out (n, 1)  ->  loop dim 0 innermost
 
+    Tensors that are still strided on that dim (operands that disagree on their
+    fastest dim) get theirs second innermost, where the kernel tiles the two
+    (`fusec.passes.cpu_loop_nest`), so their cache lines are reused:
+
+        a.t() + b -> out:  a strides (1, n), b and out (n, 1)  ->  dims (0, 1), tiled
+
     Dims are only moved where the kernel's constant 0 strides stay right: an
     operand's size-1 dim (`fixed`) must receive a dim it has stride 0 along."""
     rank = len(sizes)
@@ -449,13 +455,19 @@ def _memory_order(
         return sizes, strides
     unit = [sum(1 for s in strides if s[d] == 1) for d in range(rank)]
     best = max(range(rank), key=lambda d: (unit[d], d))
-    if best == rank - 1 or unit[best] <= unit[rank - 1] or sizes[best] == 1:
-        return sizes, strides
-    order = [d for d in range(rank) if d != best] + [best]
-    for s, dims in zip(strides, fixed, strict=False):
-        if any(s[order[j]] != 0 for j in dims):
-            return sizes, strides
-    return [sizes[d] for d in order], [[s[d] for d in order] for s in strides]
+    if unit[best] <= unit[rank - 1] or sizes[best] == 1:
+        best = rank - 1
+    across = [sum(1 for s in strides if s[d] == 1 and s[best] > 1) for d in range(rank)]
+    tile = max((d for d in range(rank) if d != best), key=lambda d: (across[d], d))
+    orders = [[d for d in range(rank) if d != best] + [best]]
+    if across[tile] and sizes[tile] > 1:
+        orders.insert(0, [d for d in range(rank) if d not in (tile, best)] + [tile, best])
+    for order in orders:
+        if order == list(range(rank)):
+            break
+        if all(s[order[j]] == 0 for s, dims in zip(strides, fixed, strict=False) for j in dims):
+            return [sizes[d] for d in order], [[s[d] for d in order] for s in strides]
+    return sizes, strides
 
 
 def _coalesce(sizes: list[int], strides: list[list[int]]) -> None:
