@@ -1,37 +1,42 @@
 """The CPU loop nest of a pointwise kernel (`lower-group-to-loops`, target cpu):
-loops over [begin, end) x sizes[1:], tiled over the two innermost dims when an
-operand is transposed.
+loops over [begin, end) x sizes[1:], and a tiled version of it for launches
+where an operand would make the inner loop slow.
 
 The host orders the index space so the dim most tensors are contiguous along is
-innermost (`fusec.runtime.cpu._memory_order`). A transposed operand then reads
-across its memory on the inner loop: a cache line (and, for large tensors, a
-page) per element, and at power-of-two strides all those lines fall in one L1
-set, so none survives until the next row wants it. When the host also puts that
-operand's contiguous dim second innermost, the kernel walks the two dims in
-tiles of TILE_OUTER x TILE_INNER and first copies the operand's tile into a
-stack buffer, reading each of its cache lines whole (one line per column of the
-tile), then runs the body over the tile with that operand read from the buffer,
-where it is contiguous like every other tensor, so the inner loop vectorizes:
+innermost (`fusec.runtime.cpu._memory_order`), and LLVM vectorizes the inner
+loop for the strides it finds there to be 1 (or the constant 0 of a dim the
+operand's type says is 1). Two layouts defeat that:
 
-    %transposed = (%as0 == 1 and %as1 > 1) or ...          // once per launch
-    scf.for %t0 = %lo to %hi step %tile_t {                // dim rank-2, by tiles
-      %t1 = arith.minsi (%t0 + %tile_t), %hi
-      scf.for %u0 = %c0 to %n_u step %tile_u {             // dim rank-1, by tiles
-        %u1 = arith.minsi (%u0 + %tile_u), %n_u
-        scf.if %a_packed {                                 // a tile of `a` -> %abuf
-          scf.for %j = %u0 to %u1 { scf.for %i = %t0 to %t1 {
-            %abuf[(%i - %t0) * TILE_INNER + %j - %u0] = %a[%i * %as0 + %j * %as1]
+- a transposed operand reads across its memory on the inner loop: a cache line
+  (for large tensors, a page) per element, and at power-of-two strides all those
+  lines fall in one L1 set, so none survives until the next row wants it. The
+  host puts its contiguous dim second innermost;
+- an expanded operand (a runtime stride of 0 on the inner dim) makes LLVM's
+  stride-1 versioning fail, so the whole loop runs scalar.
+
+When some operand is either, on this launch, the kernel runs the tiled nest:
+tiles of TILE_OUTER x TILE_INNER over the two innermost dims, where each operand
+that may be either (its inner stride is a runtime value) is first copied into a
+stack buffer: a transposed one column by column (each of its cache lines read
+whole, at once), an expanded one by filling rows, any other row by row. The
+body then reads every such operand from its buffer at constant strides
+(TILE_INNER, 1), so its inner loop vectorizes whatever the layout:
+
+    %tiled = (%as0 == 1 and %as1 > 1) or (%as1 == 0 and %n1 > 1) or ...
+    scf.if %tiled {
+      scf.for %t0 = %lo to %hi step 16 {                  // dim rank-2, by tiles
+        scf.for %u0 = %c0 to %n1 step 128 {               // dim rank-1, by tiles
+          ... %abuf[(%i - %t0) * 128 + %j - %u0] = %a[%i * %as0 + %j * %as1] ...
+          scf.for %i = %t0 to %t1 { scf.for %j = %u0 to %u1 {
+            ... memref.load %abuf[(%i - %t0) * 128 + %j - %u0] ...
           } }
         }
-        %aref = arith.select %a_packed, %abuf, %a          // and its strides
-        scf.for %i = %t0 to %t1 { scf.for %j = %u0 to %u1 { ...body... } }
       }
+    } else {
+      the plain nest
     }
 
-Which operands are copied is decided per launch, from the strides the host
-passes: one with stride 1 on dim rank-2 and a stride above 1 on dim rank-1 (its
-fastest dim disagrees with the loop's). With none, the tiles are each dim's
-whole extent, so each tile loop runs once and the nest is the plain one.
+Kernels none of whose operands has a runtime inner stride have the plain nest only.
 """
 
 from __future__ import annotations
@@ -49,8 +54,8 @@ TILE_OUTER = 16
 """Rows of a tile (dim rank-2, along which a transposed operand is contiguous):
 one 64-byte cache line of f32, read whole for each column of the tile."""
 TILE_INNER = 128
-"""Columns of a tile (dim rank-1, the output's contiguous dim): long enough
-rows for the vectorized body and the other tensors' prefetchers; a buffer is
+"""Columns of a tile (dim rank-1, the output's contiguous dim): long rows for
+the vectorized body and the other tensors' prefetchers; a buffer is
 TILE_OUTER * TILE_INNER elements (8 KiB of f32)."""
 
 BodyEmitter = Callable[[list[Operation], Sequence[SSAValue], Sequence[SSAValue]], None]
@@ -71,101 +76,60 @@ def cpu_loops(
     c1: SSAValue,
     emit_body: BodyEmitter,
 ) -> list[Operation]:
-    """A nest over [begin, end) x sizes[1:] (`mems[:n_operands]` are read, the
-    rest written); each tensor's offset is accumulated per depth so the
-    innermost loop does one multiply-add per tensor, and none on dims where its
-    stride is the constant 0 (the load is hoisted there).
+    """The kernel's loops over [begin, end) x sizes[1:] (`mems[:n_operands]`
+    are read, the rest written); each tensor's offset is accumulated per depth
+    so the innermost loop does one multiply-add per tensor, and none on dims
+    where its stride is the constant 0 (the load is hoisted there).
 
-    (The innermost loop is not versioned for unit strides here: LLVM's loop
-    vectorizer versions symbolic strides itself, and a second copy of the body
-    doubled compile time for a gain lost in the noise.)"""
-    rank = len(sizes)
+    (The plain nest's inner loop is not versioned for unit strides here: LLVM's
+    loop vectorizer versions symbolic strides itself.)"""
     pre: list[Operation] = []
-    tiling = _Tiling.make(pre, begin, end, sizes, mems[:n_operands], c0, c1) if rank >= 2 else None
-    refs = [ref for ref, _ in mems]
-    strides = [list(s) for _, s in mems]
-    offsets: list[SSAValue] = [c0 for _ in mems]
-    loops: list[tuple[scf.ForOp, list[Operation]]] = []
-
-    def loop(lo: SSAValue, hi: SSAValue, step: SSAValue) -> tuple[SSAValue, list[Operation]]:
-        blk = Block(arg_types=[INDEX])
-        ops: list[Operation] = []
-        loops.append((scf.ForOp(lo, hi, step, [], blk), ops))
-        return blk.args[0], ops
-
-    def point_loop(d: int, lo: SSAValue, hi: SSAValue) -> None:
-        iv, ops = loop(lo, hi, c1)
-        for k, st in enumerate(strides):
-            if st[d] is not c0:
-                offsets[k] = _op(ops, arith.AddiOp, offsets[k], _op(ops, arith.MuliOp, iv, st[d]))
-
-    for d in range(rank - 2 if tiling else rank):
-        point_loop(d, begin if d == 0 else c0, end if d == 0 else sizes[d])
-    if tiling is not None:
-        t = rank - 2
-        lo, hi = (begin, end) if t == 0 else (c0, sizes[t])
-        t0, ops = loop(lo, hi, tiling.tile_t)
-        t1 = _op(ops, arith.MinSIOp, _op(ops, arith.AddiOp, t0, tiling.tile_t), hi)
-        u0, ops = loop(c0, sizes[t + 1], tiling.tile_u)
-        u1 = _op(ops, arith.MinSIOp, _op(ops, arith.AddiOp, u0, tiling.tile_u), sizes[t + 1])
-        for k, packed, buf in tiling.packs:
-            _pack(ops, buf, packed, mems[k], offsets[k], t, (t0, t1), (u0, u1), c0, c1)
-            # The body reads the buffer: element (i, j) of the tile sits at
-            # (i - t0) * TILE_INNER + (j - u0), i.e. offset -(t0 * TILE_INNER + u0).
-            start = _op(ops, arith.MuliOp, t0, tiling.inner)
-            start = _op(ops, arith.SubiOp, c0, _op(ops, arith.AddiOp, start, u0))
-            refs[k] = _op(ops, arith.SelectOp, packed, buf, refs[k])
-            offsets[k] = _op(ops, arith.SelectOp, packed, start, offsets[k])
-            strides[k][t] = _op(ops, arith.SelectOp, packed, tiling.inner, strides[k][t])
-            strides[k][t + 1] = _op(ops, arith.SelectOp, packed, c1, strides[k][t + 1])
-        point_loop(t, t0, t1)
-        point_loop(t + 1, u0, u1)
-    emit_body(loops[-1][1], refs, offsets)
-    for (_, ops), nxt in zip(loops, loops[1:], strict=False):
-        ops.extend([nxt[0], scf.YieldOp()])
-    loops[-1][1].append(scf.YieldOp())
-    for for_op, ops in loops:
-        for_op.body.block.add_ops(ops)
-    return [*pre, loops[0][0]]
+    plain = _Nest(begin, end, sizes, mems, c0, c1).plain(emit_body)
+    if len(sizes) < 2:
+        return [plain]
+    tiling = _Tiling.make(pre, sizes, mems[:n_operands], c0, c1)
+    if tiling is None:
+        return [plain]
+    tiled = _Nest(begin, end, sizes, mems, c0, c1).tiled(tiling, emit_body)
+    return [*pre, scf.IfOp(tiling.tiled, [], [tiled, scf.YieldOp()], [plain, scf.YieldOp()])]
 
 
 @dataclass
 class _Tiling:
-    """The launch's tile sizes and, per operand that may be transposed, whether
-    it is (an i1) and its tile buffer."""
+    """Whether this launch runs the tiled nest, and per operand that the tiled
+    nest reads from a buffer: (operand, transposed, broadcast, buffer), the
+    two conditions i1 values (transposed None where it cannot be)."""
 
+    tiled: SSAValue
+    packs: list[tuple[int, SSAValue, SSAValue]]
     tile_t: SSAValue
     tile_u: SSAValue
-    inner: SSAValue
-    """The constant TILE_INNER: a buffer's row stride."""
-    packs: list[tuple[int, SSAValue, SSAValue]]
+    """The constants TILE_OUTER and TILE_INNER."""
 
     @staticmethod
     def make(
         ops: list[Operation],
-        begin: SSAValue,
-        end: SSAValue,
         sizes: Sequence[SSAValue],
         operands: Sequence[Mem],
         c0: SSAValue,
         c1: SSAValue,
     ) -> _Tiling | None:
         """Worked out once per launch, in the entry block (so the buffers are
-        fixed stack slots): tiles of TILE_OUTER x TILE_INNER when some operand
-        is contiguous along dim rank-2 and strided along dim rank-1, else each
-        dim's whole extent (one tile). None when no operand can be transposed
-        (each has the constant 0 stride on one of the dims): the plain nest."""
+        fixed stack slots). None when no operand has a runtime stride on dim
+        rank-1 (each has the constant 0 there: hoisted loads)."""
         t = len(sizes) - 2
-        candidates = [k for k, (_, s) in enumerate(operands) if c0 not in (s[t], s[t + 1])]
+        candidates = [
+            k for k, (_, s) in enumerate(operands) if s[t] is not c0 and s[t + 1] is not c0
+        ]
         if not candidates:
             return None
-        inner = _const(ops, TILE_INNER)
         packs: list[tuple[int, SSAValue, SSAValue]] = []
-        transposed: SSAValue | None = None
+        tiled: SSAValue | None = None
         for k in candidates:
             ref, s = operands[k]
             unit = _op(ops, arith.CmpiOp, s[t], c1, "eq")
-            packed = _op(ops, arith.AndIOp, unit, _op(ops, arith.CmpiOp, s[t + 1], c1, "sgt"))
+            strided = _op(ops, arith.CmpiOp, s[t + 1], c1, "sgt")
+            transposed = _op(ops, arith.AndIOp, unit, strided)
             ref_t = ref.type
             assert isinstance(ref_t, MemRefType)
             alloca = memref.AllocaOp.get(
@@ -175,54 +139,138 @@ class _Tiling:
                 dynamic_sizes=[_const(ops, TILE_OUTER * TILE_INNER)],
             )
             ops.append(alloca)
-            packs.append((k, packed, alloca.memref))
-            transposed = packed if transposed is None else _op(ops, arith.OrIOp, transposed, packed)
-        assert transposed is not None
-        lo, hi = (begin, end) if t == 0 else (c0, sizes[t])
-        # A whole extent of 0 would be a step of 0: the loop runs no iteration
-        # then, but a step of at least 1 keeps the loop well-formed.
-        whole_t = _op(ops, arith.MaxSIOp, _op(ops, arith.SubiOp, hi, lo), c1)
-        whole_u = _op(ops, arith.MaxSIOp, sizes[t + 1], c1)
-        tile_t = _op(ops, arith.SelectOp, transposed, _const(ops, TILE_OUTER), whole_t)
-        tile_u = _op(ops, arith.SelectOp, transposed, inner, whole_u)
-        return _Tiling(tile_t, tile_u, inner, packs)
+            packs.append((k, transposed, alloca.memref))
+            tiled = transposed if tiled is None else _op(ops, arith.OrIOp, tiled, transposed)
+        assert tiled is not None
+        return _Tiling(tiled, packs, _const(ops, TILE_OUTER), _const(ops, TILE_INNER))
 
 
-def _pack(
-    ops: list[Operation],
-    buf: SSAValue,
-    packed: SSAValue,
-    mem: Mem,
-    offset: SSAValue,
-    t: int,
-    rows: tuple[SSAValue, SSAValue],
-    cols: tuple[SSAValue, SSAValue],
-    c0: SSAValue,
-    c1: SSAValue,
-) -> None:
-    """`scf.if %packed`: copies the operand's tile into `buf`, row-major. The
-    inner loop runs along the operand's contiguous dim (t), so each of its cache
-    lines is read whole, at once: nothing has to stay cached between columns,
-    which at power-of-two strides (every column in one L1 set) nothing would."""
-    ref, s = mem
-    (t0, t1), (u0, u1) = rows, cols
-    col_blk, row_blk = Block(arg_types=[INDEX]), Block(arg_types=[INDEX])
-    j, i = col_blk.args[0], row_blk.args[0]
-    col_ops: list[Operation] = []
-    src_col = _op(col_ops, arith.AddiOp, offset, _op(col_ops, arith.MuliOp, j, s[t + 1]))
-    dst_col = _op(col_ops, arith.SubiOp, j, u0)
-    row_ops: list[Operation] = []
-    src = _op(row_ops, arith.AddiOp, src_col, i)  # stride 1 along t: that is when it packs
-    row = _op(row_ops, arith.SubiOp, i, t0)
-    dst = _op(
-        row_ops, arith.AddiOp, _op(row_ops, arith.MuliOp, row, _const(row_ops, TILE_INNER)), dst_col
-    )
-    load = memref.LoadOp.get(ref, [src])
-    row_ops += [load, memref.StoreOp.get(load.res, buf, [dst]), scf.YieldOp()]
-    row_blk.add_ops(row_ops)
-    col_ops += [scf.ForOp(t0, t1, c1, [], row_blk), scf.YieldOp()]
-    col_blk.add_ops(col_ops)
-    ops.append(scf.IfOp(packed, [], [scf.ForOp(u0, u1, c1, [], col_blk), scf.YieldOp()]))
+@dataclass
+class _Nest:
+    """Builds one loop nest: `loop` opens a level, `point_loop` one that moves
+    every tensor's offset along a dim."""
+
+    begin: SSAValue
+    end: SSAValue
+    sizes: Sequence[SSAValue]
+    mems: Sequence[Mem]
+    c0: SSAValue
+    c1: SSAValue
+
+    def __post_init__(self) -> None:
+        self.refs = [ref for ref, _ in self.mems]
+        self.strides = [list(s) for _, s in self.mems]
+        self.offsets: list[SSAValue] = [self.c0 for _ in self.mems]
+        self.loops: list[tuple[scf.ForOp, list[Operation]]] = []
+
+    def loop(self, lo: SSAValue, hi: SSAValue, step: SSAValue) -> tuple[SSAValue, list[Operation]]:
+        blk = Block(arg_types=[INDEX])
+        ops: list[Operation] = []
+        self.loops.append((scf.ForOp(lo, hi, step, [], blk), ops))
+        return blk.args[0], ops
+
+    def extent(self, d: int) -> tuple[SSAValue, SSAValue]:
+        """Dim d's range: [begin, end) for dim 0 (the host's work split), else [0, n)."""
+        return (self.begin, self.end) if d == 0 else (self.c0, self.sizes[d])
+
+    def point_loop(self, d: int, lo: SSAValue, hi: SSAValue) -> None:
+        iv, ops = self.loop(lo, hi, self.c1)
+        for k, st in enumerate(self.strides):
+            if st[d] is not self.c0:
+                step = _op(ops, arith.MuliOp, iv, st[d])
+                self.offsets[k] = _op(ops, arith.AddiOp, self.offsets[k], step)
+
+    def plain(self, emit_body: BodyEmitter) -> scf.ForOp:
+        for d in range(len(self.sizes)):
+            self.point_loop(d, *self.extent(d))
+        return self.close(emit_body)
+
+    def tiled(self, tiling: _Tiling, emit_body: BodyEmitter) -> scf.ForOp:
+        t = len(self.sizes) - 2
+        for d in range(t):
+            self.point_loop(d, *self.extent(d))
+        lo, hi = self.extent(t)
+        tile_t, tile_u = tiling.tile_t, tiling.tile_u
+        t0, ops = self.loop(lo, hi, tile_t)
+        t1 = _op(ops, arith.MinSIOp, _op(ops, arith.AddiOp, t0, tile_t), hi)
+        u0, ops = self.loop(self.c0, self.sizes[t + 1], tile_u)
+        u1 = _op(ops, arith.MinSIOp, _op(ops, arith.AddiOp, u0, tile_u), self.sizes[t + 1])
+        # Element (i, j) of the tile sits at (i - t0) * TILE_INNER + (j - u0) of a
+        # buffer: offset -(t0 * TILE_INNER + u0) with strides (TILE_INNER, 1).
+        start = _op(ops, arith.AddiOp, _op(ops, arith.MuliOp, t0, tile_u), u0)
+        start = _op(ops, arith.SubiOp, self.c0, start)
+        for k, transposed, buf in tiling.packs:
+            pack = _Pack(self.mems[k], self.offsets[k], buf, t, (t0, t1), (u0, u1), self.c1)
+            ops.append(scf.IfOp(transposed, [], [pack.by_columns(), scf.YieldOp()]))
+            # Operands not transposed on this launch are read in place (another
+            # operand's transposition brought the tiles).
+            self.refs[k] = _op(ops, arith.SelectOp, transposed, buf, self.refs[k])
+            self.offsets[k] = _op(ops, arith.SelectOp, transposed, start, self.offsets[k])
+            st = self.strides[k]
+            st[t] = _op(ops, arith.SelectOp, transposed, tile_u, st[t])
+            st[t + 1] = _op(ops, arith.SelectOp, transposed, self.c1, st[t + 1])
+        self.point_loop(t, t0, t1)
+        self.point_loop(t + 1, u0, u1)
+        return self.close(emit_body)
+
+    def close(self, emit_body: BodyEmitter) -> scf.ForOp:
+        emit_body(self.loops[-1][1], self.refs, self.offsets)
+        for (_, ops), nxt in zip(self.loops, self.loops[1:], strict=False):
+            ops.extend([nxt[0], scf.YieldOp()])
+        self.loops[-1][1].append(scf.YieldOp())
+        for for_op, ops in self.loops:
+            for_op.body.block.add_ops(ops)
+        return self.loops[0][0]
+
+
+@dataclass
+class _Pack:
+    """Copies a transposed operand's tile (rows [t0, t1) of dim t, along which
+    its stride is 1, columns [u0, u1) of dim t + 1) into its buffer, row-major
+    with rows of TILE_INNER."""
+
+    mem: Mem
+    offset: SSAValue
+    buf: SSAValue
+    t: int
+    rows: tuple[SSAValue, SSAValue]
+    cols: tuple[SSAValue, SSAValue]
+    c1: SSAValue
+
+    def by_columns(self) -> scf.ForOp:
+        """Column by column, the inner loop along the operand's contiguous dim, so
+        each of its cache lines is read whole, at once: nothing has to stay cached
+        between columns, which at power-of-two strides (every column in one L1
+        set) nothing would."""
+        ref, strides = self.mem
+        (t0, _), (u0, _) = self.rows, self.cols
+
+        def loop(
+            bounds: tuple[SSAValue, SSAValue], body: Callable[[SSAValue, list[Operation]], None]
+        ) -> scf.ForOp:
+            blk = Block(arg_types=[INDEX])
+            ops: list[Operation] = []
+            body(blk.args[0], ops)
+            blk.add_ops([*ops, scf.YieldOp()])
+            return scf.ForOp(bounds[0], bounds[1], self.c1, [], blk)
+
+        def column(j: SSAValue, ops: list[Operation]) -> None:
+            base = _op(
+                ops, arith.AddiOp, self.offset, _op(ops, arith.MuliOp, j, strides[self.t + 1])
+            )
+            col = _op(ops, arith.SubiOp, j, u0)
+
+            def element(i: SSAValue, o: list[Operation]) -> None:
+                row = _op(o, arith.MuliOp, _op(o, arith.SubiOp, i, t0), _const(o, TILE_INNER))
+                load = memref.LoadOp.get(ref, [_op(o, arith.AddiOp, base, i)])
+                o += [
+                    load,
+                    memref.StoreOp.get(load.res, self.buf, [_op(o, arith.AddiOp, row, col)]),
+                ]
+
+            ops.append(loop(self.rows, element))
+
+        return loop(self.cols, column)
 
 
 def _const(ops: list[Operation], value: int) -> SSAValue:
