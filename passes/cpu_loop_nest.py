@@ -36,7 +36,10 @@ body then reads every such operand from its buffer at constant strides
       the plain nest
     }
 
-Kernels none of whose operands has a runtime inner stride have the plain nest only.
+The tiled version multiplies the kernel's compile time, so it is a variant of
+its own (`tile`, `fusec.codegen.TILED_CPU`) that the runtime builds only when a
+launch has such a layout (`fusec.runtime.cpu`); kernels none of whose operands
+has a runtime inner stride have the plain nest only even then.
 """
 
 from __future__ import annotations
@@ -75,17 +78,19 @@ def cpu_loops(
     c0: SSAValue,
     c1: SSAValue,
     emit_body: BodyEmitter,
+    tile: bool = False,
 ) -> list[Operation]:
     """The kernel's loops over [begin, end) x sizes[1:] (`mems[:n_operands]`
     are read, the rest written); each tensor's offset is accumulated per depth
     so the innermost loop does one multiply-add per tensor, and none on dims
-    where its stride is the constant 0 (the load is hoisted there).
+    where its stride is the constant 0 (the load is hoisted there). With
+    `tile`, the tiled version too, behind its `scf.if`.
 
     (The plain nest's inner loop is not versioned for unit strides here: LLVM's
     loop vectorizer versions symbolic strides itself.)"""
     pre: list[Operation] = []
     plain = _Nest(begin, end, sizes, mems, c0, c1).plain(emit_body)
-    if len(sizes) < 2:
+    if not tile or len(sizes) < 2:
         return [plain]
     tiling = _Tiling.make(pre, sizes, mems[:n_operands], c0, c1)
     if tiling is None:
@@ -101,7 +106,7 @@ class _Tiling:
     two conditions i1 values (transposed None where it cannot be)."""
 
     tiled: SSAValue
-    packs: list[tuple[int, SSAValue, SSAValue]]
+    packs: list[tuple[int, SSAValue | None, SSAValue, SSAValue]]
     tile_t: SSAValue
     tile_u: SSAValue
     """The constants TILE_OUTER and TILE_INNER."""
@@ -118,18 +123,22 @@ class _Tiling:
         fixed stack slots). None when no operand has a runtime stride on dim
         rank-1 (each has the constant 0 there: hoisted loads)."""
         t = len(sizes) - 2
-        candidates = [
-            k for k, (_, s) in enumerate(operands) if s[t] is not c0 and s[t + 1] is not c0
-        ]
+        candidates = [k for k, (_, s) in enumerate(operands) if s[t + 1] is not c0]
         if not candidates:
             return None
-        packs: list[tuple[int, SSAValue, SSAValue]] = []
+        wide = _op(ops, arith.CmpiOp, sizes[t + 1], c1, "sgt")
+        packs: list[tuple[int, SSAValue | None, SSAValue, SSAValue]] = []
         tiled: SSAValue | None = None
         for k in candidates:
             ref, s = operands[k]
-            unit = _op(ops, arith.CmpiOp, s[t], c1, "eq")
-            strided = _op(ops, arith.CmpiOp, s[t + 1], c1, "sgt")
-            transposed = _op(ops, arith.AndIOp, unit, strided)
+            zero = _op(ops, arith.CmpiOp, s[t + 1], c0, "eq")
+            broadcast = packed = _op(ops, arith.AndIOp, zero, wide)
+            transposed = None
+            if s[t] is not c0:
+                unit = _op(ops, arith.CmpiOp, s[t], c1, "eq")
+                strided = _op(ops, arith.CmpiOp, s[t + 1], c1, "sgt")
+                transposed = _op(ops, arith.AndIOp, unit, strided)
+                packed = _op(ops, arith.OrIOp, transposed, broadcast)
             ref_t = ref.type
             assert isinstance(ref_t, MemRefType)
             alloca = memref.AllocaOp.get(
@@ -139,8 +148,8 @@ class _Tiling:
                 dynamic_sizes=[_const(ops, TILE_OUTER * TILE_INNER)],
             )
             ops.append(alloca)
-            packs.append((k, transposed, alloca.memref))
-            tiled = transposed if tiled is None else _op(ops, arith.OrIOp, tiled, transposed)
+            packs.append((k, transposed, broadcast, alloca.memref))
+            tiled = packed if tiled is None else _op(ops, arith.OrIOp, tiled, packed)
         assert tiled is not None
         return _Tiling(tiled, packs, _const(ops, TILE_OUTER), _const(ops, TILE_INNER))
 
@@ -199,16 +208,13 @@ class _Nest:
         # buffer: offset -(t0 * TILE_INNER + u0) with strides (TILE_INNER, 1).
         start = _op(ops, arith.AddiOp, _op(ops, arith.MuliOp, t0, tile_u), u0)
         start = _op(ops, arith.SubiOp, self.c0, start)
-        for k, transposed, buf in tiling.packs:
-            pack = _Pack(self.mems[k], self.offsets[k], buf, t, (t0, t1), (u0, u1), self.c1)
-            ops.append(scf.IfOp(transposed, [], [pack.by_columns(), scf.YieldOp()]))
-            # Operands not transposed on this launch are read in place (another
-            # operand's transposition brought the tiles).
-            self.refs[k] = _op(ops, arith.SelectOp, transposed, buf, self.refs[k])
-            self.offsets[k] = _op(ops, arith.SelectOp, transposed, start, self.offsets[k])
-            st = self.strides[k]
-            st[t] = _op(ops, arith.SelectOp, transposed, tile_u, st[t])
-            st[t + 1] = _op(ops, arith.SelectOp, transposed, self.c1, st[t + 1])
+        for k, transposed, broadcast, buf in tiling.packs:
+            pack = _Pack(
+                self.mems[k], self.offsets[k], buf, t, (t0, t1), (u0, u1), self.c0, self.c1
+            )
+            ops.append(pack.fill(transposed, broadcast))
+            self.refs[k], self.offsets[k] = buf, start
+            self.strides[k][t], self.strides[k][t + 1] = tile_u, self.c1
         self.point_loop(t, t0, t1)
         self.point_loop(t + 1, u0, u1)
         return self.close(emit_body)
@@ -225,9 +231,8 @@ class _Nest:
 
 @dataclass
 class _Pack:
-    """Copies a transposed operand's tile (rows [t0, t1) of dim t, along which
-    its stride is 1, columns [u0, u1) of dim t + 1) into its buffer, row-major
-    with rows of TILE_INNER."""
+    """Copies one operand's tile (rows [t0, t1) of dim t, columns [u0, u1) of
+    dim t + 1) into its buffer, row-major with rows of TILE_INNER."""
 
     mem: Mem
     offset: SSAValue
@@ -235,42 +240,87 @@ class _Pack:
     t: int
     rows: tuple[SSAValue, SSAValue]
     cols: tuple[SSAValue, SSAValue]
+    c0: SSAValue
     c1: SSAValue
 
-    def by_columns(self) -> scf.ForOp:
-        """Column by column, the inner loop along the operand's contiguous dim, so
-        each of its cache lines is read whole, at once: nothing has to stay cached
-        between columns, which at power-of-two strides (every column in one L1
-        set) nothing would."""
-        ref, strides = self.mem
-        (t0, _), (u0, _) = self.rows, self.cols
+    def fill(self, transposed: SSAValue | None, broadcast: SSAValue) -> scf.IfOp:
+        """The copy that suits this launch's layout:
 
-        def loop(
-            bounds: tuple[SSAValue, SSAValue], body: Callable[[SSAValue, list[Operation]], None]
-        ) -> scf.ForOp:
-            blk = Block(arg_types=[INDEX])
-            ops: list[Operation] = []
-            body(blk.args[0], ops)
-            blk.add_ops([*ops, scf.YieldOp()])
-            return scf.ForOp(bounds[0], bounds[1], self.c1, [], blk)
+        - transposed: column by column, the inner loop along the operand's
+          contiguous dim, so each of its cache lines is read whole, at once
+          (nothing has to stay cached between columns, which at power-of-two
+          strides, every column in one L1 set, nothing would);
+        - broadcast (a runtime 0 stride along the row): each row's one element
+          loaded once and stored along the row (a vectorized fill);
+        - otherwise row by row (a vectorized copy where the row is contiguous).
+        """
+        t0, t1 = self.rows
+        u0, u1 = self.cols
+        by_rows = [self.loop(t0, t1, self.row), scf.YieldOp()]
+        if transposed is not None:
+            by_columns = [self.loop(u0, u1, self.column), scf.YieldOp()]
+            by_rows = [scf.IfOp(transposed, [], by_columns, by_rows), scf.YieldOp()]
+        by_fill = [self.loop(t0, t1, self.fill_row), scf.YieldOp()]
+        return scf.IfOp(broadcast, [], by_fill, by_rows)
 
-        def column(j: SSAValue, ops: list[Operation]) -> None:
-            base = _op(
-                ops, arith.AddiOp, self.offset, _op(ops, arith.MuliOp, j, strides[self.t + 1])
-            )
-            col = _op(ops, arith.SubiOp, j, u0)
+    def loop(
+        self, lo: SSAValue, hi: SSAValue, body: Callable[[SSAValue, list[Operation]], None]
+    ) -> scf.ForOp:
+        blk = Block(arg_types=[INDEX])
+        ops: list[Operation] = []
+        body(blk.args[0], ops)
+        blk.add_ops([*ops, scf.YieldOp()])
+        return scf.ForOp(lo, hi, self.c1, [], blk)
 
-            def element(i: SSAValue, o: list[Operation]) -> None:
-                row = _op(o, arith.MuliOp, _op(o, arith.SubiOp, i, t0), _const(o, TILE_INNER))
-                load = memref.LoadOp.get(ref, [_op(o, arith.AddiOp, base, i)])
-                o += [
-                    load,
-                    memref.StoreOp.get(load.res, self.buf, [_op(o, arith.AddiOp, row, col)]),
-                ]
+    def src(self, ops: list[Operation], base: SSAValue, iv: SSAValue, d: int) -> SSAValue:
+        stride = self.mem[1][d]
+        if stride is self.c0:
+            return base
+        return _op(ops, arith.AddiOp, base, _op(ops, arith.MuliOp, iv, stride))
 
-            ops.append(loop(self.rows, element))
+    def slot(self, ops: list[Operation], i: SSAValue, j: SSAValue) -> SSAValue:
+        row = _op(ops, arith.SubiOp, i, self.rows[0])
+        row = _op(ops, arith.MuliOp, row, _const(ops, TILE_INNER))
+        return _op(ops, arith.AddiOp, row, _op(ops, arith.SubiOp, j, self.cols[0]))
 
-        return loop(self.cols, column)
+    def copy(self, ops: list[Operation], src: SSAValue, i: SSAValue, j: SSAValue) -> None:
+        load = memref.LoadOp.get(self.mem[0], [src])
+        ops += [load, memref.StoreOp.get(load.res, self.buf, [self.slot(ops, i, j)])]
+
+    def column(self, j: SSAValue, ops: list[Operation]) -> None:
+        """Column j of a transposed operand (stride 1 along t). A whole column
+        (TILE_OUTER rows) is a loop of constant trip count, which LLVM unrolls
+        into one vector load and its stores; a tile's last, partial one loops."""
+        base = self.src(ops, self.offset, j, self.t + 1)
+        t0, t1 = self.rows
+        n = _const(ops, TILE_OUTER)
+        full = _op(ops, arith.CmpiOp, _op(ops, arith.SubiOp, t1, t0), n, "eq")
+
+        def whole_row(r: SSAValue, o: list[Operation]) -> None:
+            i = _op(o, arith.AddiOp, t0, r)
+            self.copy(o, _op(o, arith.AddiOp, base, i), i, j)
+
+        def part_row(i: SSAValue, o: list[Operation]) -> None:
+            self.copy(o, _op(o, arith.AddiOp, base, i), i, j)
+
+        whole = self.loop(self.c0, n, whole_row)
+        part = self.loop(*self.rows, part_row)
+        ops.append(scf.IfOp(full, [], [whole, scf.YieldOp()], [part, scf.YieldOp()]))
+
+    def row(self, i: SSAValue, ops: list[Operation]) -> None:
+        base = self.src(ops, self.offset, i, self.t)
+        ops.append(
+            self.loop(*self.cols, lambda j, o: self.copy(o, self.src(o, base, j, self.t + 1), i, j))
+        )
+
+    def fill_row(self, i: SSAValue, ops: list[Operation]) -> None:
+        load = memref.LoadOp.get(self.mem[0], [self.src(ops, self.offset, i, self.t)])
+        ops.append(load)
+
+        def store(j: SSAValue, o: list[Operation]) -> None:
+            o.append(memref.StoreOp.get(load.res, self.buf, [self.slot(o, i, j)]))
+
+        ops.append(self.loop(*self.cols, store))
 
 
 def _const(ops: list[Operation], value: int) -> SSAValue:

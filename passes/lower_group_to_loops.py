@@ -659,10 +659,15 @@ def _exit_outputs(
 
 
 def build_loop_kernel(
-    name: str, body: Block, result_types: Sequence[Attribute], target: str = "cpu"
+    name: str,
+    body: Block,
+    result_types: Sequence[Attribute],
+    target: str = "cpu",
+    tile: bool = False,
 ) -> tuple[func.FuncOp, KernelSignature]:
     """Builds the loop-level kernel of a group body (block args = group inputs,
-    terminator yields the outputs), and its plain-data signature."""
+    terminator yields the outputs), and its plain-data signature. `tile` (cpu)
+    adds the tiled nest for transposed operands (`fusec.passes.cpu_loop_nest`)."""
     if any(op.has_trait(aten.Reduction) for op in body.ops):
         from fusec.passes.lower_reduction_to_loops import build_reduction_kernel
 
@@ -791,6 +796,7 @@ def build_loop_kernel(
                 c0,
                 c1,
                 lambda ops, refs, offs: emit_body(_Emitter(ops), refs, offs),
+                tile,
             )
         )
     return finish_kernel(
@@ -907,8 +913,9 @@ class LowerKernelFunc(RewritePattern):
     -> func.func @k(%begin: index, %end: index, %n0: index, %x: memref<?xf32>, ...)
     """
 
-    def __init__(self, target: str):
+    def __init__(self, target: str, tile: bool = False):
         self.target = target
+        self.tile = tile
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: func.FuncOp, rewriter: PatternRewriter, /):
@@ -916,7 +923,11 @@ class LowerKernelFunc(RewritePattern):
             return
         try:
             fn, _ = build_loop_kernel(
-                op.sym_name.data, op.body.block, op.function_type.outputs.data, self.target
+                op.sym_name.data,
+                op.body.block,
+                op.function_type.outputs.data,
+                self.target,
+                self.tile,
             )
         except DiagnosticException as e:
             from fusec.diagnostics import LocatedError, op_location
@@ -934,6 +945,9 @@ class LowerGroupToLoopsPass(ModulePass):
     target: str = "cpu"
     """"cpu" (a loop nest over [begin, end) of the outer dim) or "nvptx" (one
     grid-stride loop)."""
+    tile: bool = False
+    """(cpu) Also a tiled nest, run on launches with a transposed operand: the
+    kernel the runtime builds for such layouts (`fusec.codegen.TILED_CPU`)."""
 
     def __post_init__(self) -> None:
         if self.target not in ("cpu", "nvptx"):
@@ -942,6 +956,6 @@ class LowerGroupToLoopsPass(ModulePass):
             )
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        PatternRewriteWalker(LowerKernelFunc(self.target), apply_recursively=False).rewrite_module(
-            op
-        )
+        PatternRewriteWalker(
+            LowerKernelFunc(self.target, self.tile), apply_recursively=False
+        ).rewrite_module(op)

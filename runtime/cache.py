@@ -290,9 +290,11 @@ def check_artifact(artifact: Any, group: GroupOp, target: str) -> None:
     function pointer), and the signature's inputs and results have the group's
     count and element types. (The name itself is the first builder's: groups of
     one canonical key share the entry under different SSA names.)"""
+    from fusec.codegen import TILED_CPU
     from fusec.passes.lower_group_to_loops import dtype_name
 
     want = artifact.name
+    target = "cpu" if target == TILED_CPU else target  # a CPU kernel like any other
     if artifact.target != target:
         raise CorruptEntry(f"kernel is for {artifact.target}, expected {target}")
     code = artifact.code
@@ -440,6 +442,12 @@ class KernelCache:
                 return None
             with self._lock:
                 self._memory[key] = kernel
+            if target == "cpu" and getattr(kernel, "tiled_variant", False) is None:
+                # Built on a launch that needs it (`fusec.runtime.cpu`): any group of
+                # the kernel's key gives the same variant.
+                from fusec.codegen import TILED_CPU
+
+                kernel.tiled_variant = functools.partial(self.kernel_for, group, TILED_CPU)
             return kernel
 
     def failure(self, group: GroupOp, target: str = "cpu") -> str | None:

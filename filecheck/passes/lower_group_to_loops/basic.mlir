@@ -1,11 +1,9 @@
 // RUN: fusec-opt %s -p lower-group-to-loops --split-input-file | filecheck %s
 
-// Sizes and strides are arguments; the outer loop runs over [begin, end). (The
-// plain nest is the `else` of the tiled one for transposed layouts: tiled.mlir.)
+// Sizes and strides are arguments; the outer loop runs over [begin, end).
 // CHECK-LABEL: func.func @k(
 // CHECK-SAME:    %[[B:.*]]: index, %[[E:.*]]: index, %[[N0:.*]]: index, %[[N1:.*]]: index, %[[X:.*]]: memref<?xf16>, %[[XS0:.*]]: index, %[[XS1:.*]]: index, %[[O:.*]]: memref<?xf16>, %{{.*}}: index, %{{.*}}: index, %[[S:.*]]: f64)
-// CHECK:         } else {
-// CHECK-NEXT:      scf.for %[[I0:.*]] = %[[B]] to %[[E]]
+// CHECK:         scf.for %[[I0:.*]] = %[[B]] to %[[E]]
 // CHECK:           arith.muli %[[I0]], %[[XS0]]
 // CHECK:           scf.for %[[I1:.*]] = %{{.*}} to %[[N1]]
 // CHECK:             %[[L:.*]] = memref.load %[[X]]
