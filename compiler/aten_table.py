@@ -180,11 +180,7 @@ def _to_copy(ctx: Any, x: Any, dtype: Any = None, *args: Any, **kwargs: Any) -> 
     for k in ("layout", "pin_memory", "non_blocking", "copy"):
         if kwargs.pop(k, None) not in (None, False, torch.strided):
             raise imp._NotMapped(f"_to_copy {k}")
-    if kwargs.pop("memory_format", None) not in (
-        None,
-        torch.preserve_format,
-        torch.contiguous_format,
-    ):
+    if kwargs.pop("memory_format", None) not in (None, torch.preserve_format, torch.contiguous_format):
         raise imp._NotMapped("memory format")
     if args or kwargs:
         raise imp._NotMapped("_to_copy arguments")
@@ -509,3 +505,4 @@ def _sym_size(ctx: Any, x: Any, dim: Any) -> Any:
         return ctx.add_op(aten.SymSizeOp(ctx.tensor(x), ctx.const(dim))).results[0]
     ctx.bakes_size("a size read from an input")
     return ctx.constant(int(ctx.real[ctx.node]))
+

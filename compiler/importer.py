@@ -1054,16 +1054,8 @@ def _floordiv(ctx: _Importer, a: Any, b: Any) -> SSAValue:
 
 
 for _cls, _keys in {
-    aten.MulOp: (
-        torch.mul,
-        torch.multiply,
-        operator.mul,
-        operator.imul,
-        "mul",
-        "mul_",
-        "multiply",
-        "multiply_",
-    ),
+    aten.MulOp: (torch.mul, torch.multiply, operator.mul, operator.imul, "mul", "mul_",
+                 "multiply", "multiply_"),
     aten.PowOp: (torch.pow, operator.pow, operator.ipow, "pow", "pow_"),
     aten.MaximumOp: (torch.maximum, "maximum"),
     aten.MinimumOp: (torch.minimum, "minimum"),

@@ -149,7 +149,9 @@ def elf_undefined_symbols(obj: bytes) -> list[str]:
         return []
     (shoff,) = struct.unpack_from("<Q", obj, 0x28)
     shentsize, shnum = struct.unpack_from("<HH", obj, 0x3A)
-    sections = [struct.unpack_from("<IIQQQQIIQQ", obj, shoff + i * shentsize) for i in range(shnum)]
+    sections = [
+        struct.unpack_from("<IIQQQQIIQQ", obj, shoff + i * shentsize) for i in range(shnum)
+    ]
     names: list[str] = []
     for _, sh_type, _, _, offset, size, link, _, _, entsize in sections:
         if sh_type != 2:  # SHT_SYMTAB
