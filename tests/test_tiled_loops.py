@@ -211,3 +211,25 @@ def test_memory_order_puts_a_transposed_operands_dim_second_innermost():
     got_sizes, got_strides, order = cpu._memory_order(sizes, [x, y, out], [set(), set()])
     assert order == [1, 0, 2]
     assert got_sizes == [6, 5, 7] and got_strides[0] == [35, 1, 5]
+
+
+def test_many_operands_keep_within_the_stack_limit():
+    # 40 f32 operands would need 40 tile buffers (1.25 MiB of stack): the
+    # variant has no tiled nest then, and still computes the sum.
+    from fusec.codegen import kernel_llvm_ir
+
+    inputs = [torch.randn(70, 20).t() for _ in range(40)]
+
+    def body(b, *xs):
+        acc = xs[0]
+        for x in xs[1:]:
+            acc = b.AddOp(acc, x)
+        return acc
+
+    group = make_group(inputs, body)
+    _, ir_text, _ = kernel_llvm_ir(group, "cpu", tile=True)
+    assert "alloca" not in ir_text
+    (got,) = cpu.CpuKernel(build_kernel(group, TILED_CPU))(inputs)
+    torch.testing.assert_close(got, sum(inputs[1:], inputs[0]))
+    few = make_group(inputs[:4], body)
+    assert "alloca" in kernel_llvm_ir(few, "cpu", tile=True)[1]

@@ -4,7 +4,7 @@
 // The tiled variant (`tile=true`, what the runtime builds for a launch with a
 // transposed or expanded operand). Once per launch: is the operand transposed
 // (stride 1 on dim 0, above 1 on dim 1) or expanded (a runtime 0 stride on dim
-// 1, which is wider than 1)? Either sends the launch to 16 x 128 tiles, where
+// 1, which is wider than 1)? Either sends the launch to 64 x 128 tiles, where
 // the operand's tile is first copied into a stack buffer (a transposed one
 // column by column, its inner loop along its stride-1 dim; an expanded one by
 // filling rows; any other row by row) and the body reads it from there at
@@ -21,7 +21,7 @@
 // CHECK:         %[[TRANSPOSED:.*]] = arith.andi %[[UNIT]], %[[STRIDED]] : i1
 // CHECK:         %[[TILED:.*]] = arith.ori %[[TRANSPOSED]], %[[EXPANDED]] : i1
 // CHECK:         %[[ABUF:.*]] = memref.alloca(%{{.*}}) {alignment = 64 : i64} : memref<?xf32>
-// CHECK:         %[[T:.*]] = arith.constant 16 : index
+// CHECK:         %[[T:.*]] = arith.constant 64 : index
 // CHECK:         %[[U:.*]] = arith.constant 128 : index
 // CHECK:         scf.if %[[TILED]] {
 // CHECK-NEXT:      scf.for %[[T0:.*]] = %[[B]] to %[[E]] step %[[T]] {
