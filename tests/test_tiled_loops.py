@@ -233,3 +233,18 @@ def test_many_operands_keep_within_the_stack_limit():
     torch.testing.assert_close(got, sum(inputs[1:], inputs[0]))
     few = make_group(inputs[:4], body)
     assert "alloca" in kernel_llvm_ir(few, "cpu", tile=True)[1]
+
+
+def test_variant_is_cached_on_disk_like_any_kernel(tmp_path, monkeypatch):
+    # A second cache over the same directory (another process, say) loads both
+    # the kernel and its variant, and takes neither for a corrupt entry.
+    t, b = torch.randn(50, 30).t(), torch.randn(30, 50)
+    for round_ in range(2):
+        # Each round loads its own kernels (not this process's loaded ones).
+        monkeypatch.setattr(cpu, "_loaded", {})
+        cache = KernelCache(directory=tmp_path)
+        kernel = cache.kernel_for(make_group([t, b], _add_relu))
+        torch.testing.assert_close(kernel([t, b])[0], torch.relu(t + b))
+        built = (2, 0) if round_ == 0 else (0, 2)
+        assert (cache.stats.kernels_compiled, cache.stats.disk_hits) == built
+        assert cache.stats.corrupt_entries == 0
