@@ -18,6 +18,7 @@ from functools import cache
 from fusec.dialects.fusion import GroupOp
 from fusec.passes.lower_group_to_loops import build_loop_kernel
 from fusec.runtime.kernel_signature import (
+    TILED_CPU,
     KernelArtifact,
     KernelSignature,
     OperandSpec,
@@ -29,6 +30,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
 __all__ = [
+    "TILED_CPU",
     "KernelArtifact",
     "KernelSignature",
     "OperandSpec",
@@ -126,14 +128,19 @@ def is_gpu_target(target: str) -> bool:
     return _GPU_ARCH.fullmatch(target) is not None
 
 
-def kernel_llvm_ir(group: GroupOp, target: str = "cpu") -> tuple[str, str, KernelSignature]:
+
+
+def kernel_llvm_ir(
+    group: GroupOp, target: str = "cpu", tile: bool = False
+) -> tuple[str, str, KernelSignature]:
     """(kernel name, unoptimized LLVM IR text, signature) of one group: the
-    arch-independent half of `build_kernel` (the same for every `sm_XX`)."""
+    arch-independent half of `build_kernel` (the same for every `sm_XX`); `tile`
+    adds the CPU nest's tiled version (`TILED_CPU`)."""
     if target != "cpu" and not is_gpu_target(target):
         raise ValueError(f"build_kernel: unknown target '{target}' (expected 'cpu' or 'sm_XX')")
-    name = _kernel_name(group, target)
+    name = _kernel_name(group, target) + ("_tiled" if tile else "")
     fn, sig = build_loop_kernel(
-        name, group.body.block, group.outputs.types, "cpu" if target == "cpu" else "nvptx"
+        name, group.body.block, group.outputs.types, "cpu" if target == "cpu" else "nvptx", tile
     )
     module = ModuleOp([fn])
     lower_to_llvm_dialect(module, target)
@@ -141,16 +148,16 @@ def kernel_llvm_ir(group: GroupOp, target: str = "cpu") -> tuple[str, str, Kerne
 
 
 def build_kernel(group: GroupOp, target: str = "cpu") -> KernelArtifact:
-    """Compiles one `fusion.group` for `target` ("cpu" or "sm_XX").
+    """Compiles one `fusion.group` for `target` ("cpu", `TILED_CPU` or "sm_XX").
 
     For "sm_XX" the artifact's `code` is PTX with one `.entry` named
     `artifact.name`, libdevice linked and inlined; its launch ABI is described
     in `KernelSignature` (any 1-D grid works: the kernel grid-strides)."""
-    if target == "cpu":
+    if target in ("cpu", TILED_CPU):
         from fusec.llvm_jit import optimize_for_host
 
-        name, ir_text, sig = kernel_llvm_ir(group, target)
-        return KernelArtifact(name, target, optimize_for_host(ir_text).encode(), sig)
+        name, ir_text, sig = kernel_llvm_ir(group, "cpu", tile=target == TILED_CPU)
+        return KernelArtifact(name, "cpu", optimize_for_host(ir_text).encode(), sig)
     (artifact,) = build_gpu_kernels([group], target)
     return artifact
 

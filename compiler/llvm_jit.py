@@ -220,3 +220,7 @@ class JitModule:
 
     def address(self, name: str) -> int:
         return self._engine.get_function_address(name)
+
+    def global_address(self, name: str) -> int:
+        """The address of global variable `name`."""
+        return self._engine.get_global_value_address(name)

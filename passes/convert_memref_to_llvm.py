@@ -9,6 +9,13 @@
 
 bool is a byte in memory (as in PyTorch): loaded as i8 and compared with 0,
 stored zero-extended.
+
+A `memref.alloca` of a flat memref (a tile buffer of the CPU loop nest, sized
+by a constant) is a stack slot:
+
+    %b = memref.alloca(%n) {alignment = 64 : i64} : memref<?xf32>
+    ->
+    %b1 = "llvm.alloca"(%n1) <{alignment = 64 : i64, elem_type = f32}> : (i64) -> !llvm.ptr
 """
 
 from __future__ import annotations
@@ -85,6 +92,21 @@ class StoreToLLVM(RewritePattern):
         rewriter.replace(op, ops, [])
 
 
+class AllocaToLLVM(RewritePattern):
+    """`memref.alloca(%n) : memref<?xT>` -> `llvm.alloca %n x T` (its alignment kept)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: memref.AllocaOp, rewriter: PatternRewriter, /):
+        t = op.memref.type
+        assert isinstance(t, MemRefType) and t.get_num_dims() == 1, "flat memrefs only"
+        if len(op.dynamic_sizes) != 1:
+            return
+        size = to_llvm(op.dynamic_sizes[0], rewriter)
+        align = op.alignment.value.data if op.alignment is not None else 16
+        new = llvm.AllocaOp(size, memory_type(t.get_element_type()), alignment=align)
+        replace_with_llvm(op, [new], new.res, rewriter)
+
+
 @dataclass(frozen=True)
 class ConvertMemrefToLLVMPass(ModulePass):
     """Lowers loads and stores of flat memrefs to pointer arithmetic; see the
@@ -94,5 +116,5 @@ class ConvertMemrefToLLVMPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         PatternRewriteWalker(
-            GreedyRewritePatternApplier([LoadToLLVM(), StoreToLLVM()])
+            GreedyRewritePatternApplier([LoadToLLVM(), StoreToLLVM(), AllocaToLLVM()])
         ).rewrite_module(op)

@@ -29,13 +29,14 @@ index (64-bit), the thread id read from NVVM special registers.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from fusec.dialects import aten
 from fusec.dialects import inference as inf
 from fusec.dialects.inference import BF16, BOOL, F16, F32, F64
+from fusec.passes.cpu_loop_nest import cpu_loops
 from fusec.runtime.kernel_signature import CatExit, KernelSignature, OperandSpec, OutputSpec
 from xdsl.context import Context
 from xdsl.dialects import arith, builtin, func, llvm, memref, scf
@@ -567,10 +568,15 @@ def _exit_outputs(
 
 
 def build_loop_kernel(
-    name: str, body: Block, result_types: Sequence[Attribute], target: str = "cpu"
+    name: str,
+    body: Block,
+    result_types: Sequence[Attribute],
+    target: str = "cpu",
+    tile: bool = False,
 ) -> tuple[func.FuncOp, KernelSignature]:
     """Builds the loop-level kernel of a group body (block args = group inputs,
-    terminator yields the outputs), and its plain-data signature."""
+    terminator yields the outputs), and its plain-data signature. `tile` (cpu)
+    adds the tiled nest for transposed operands (`fusec.passes.cpu_loop_nest`)."""
     if any(op.has_trait(aten.Reduction) for op in body.ops):
         from fusec.passes.lower_reduction_to_loops import build_reduction_kernel
 
@@ -635,11 +641,11 @@ def build_loop_kernel(
             arg_types.append(flag_arg[0].type)
         return flag_arg[0]
 
-    def emit_body(b: _Emitter, offsets: Sequence[SSAValue]) -> None:
-        """The group's body at one index: loads, pointwise ops, stores."""
+    def emit_body(b: _Emitter, refs: Sequence[SSAValue], offsets: Sequence[SSAValue]) -> None:
+        """The group's body at one index: loads (of `refs`), pointwise ops, stores."""
         vals: dict[SSAValue, SSAValue] = {}
         for v, k in plan.operand_of.items():
-            ref = mems[k][0]
+            ref = refs[k]
             loaded = b.add(memref.LoadOp.get(ref, [offsets[k]]))
             et = v.type.get_element_type()  # type: ignore[attr-defined]
             vals[v] = b.add(arith.ExtFOp(loaded, F32)) if et in (F16, BF16) else loaded
@@ -677,19 +683,31 @@ def build_loop_kernel(
             if et in (F16, BF16):
                 val = b.add(arith.TruncFOp(val, et))
             j = len(plan.operands) + k
-            b.add(memref.StoreOp.get(val, mems[j][0], [offsets[j]]))
+            b.add(memref.StoreOp.get(val, refs[j], [offsets[j]]))
 
     if gpu:
         ivs, levels = _gpu_loop(e, a[0], sizes)
         offsets = [_linear_offset(levels[-1][1], ivs, strides) for _, strides in mems]
         b = _Emitter(levels[-1][1])
-        emit_body(b, offsets)
+        emit_body(b, [ref for ref, _ in mems], offsets)
         b.add(scf.YieldOp())
         for loop, ops in levels:
             loop.body.block.add_ops(ops)
         e.ops.append(levels[0][0])
     else:
-        e.ops.extend(_cpu_loops(a[0], a[1], sizes, mems, c0, c1, emit_body))
+        e.ops.extend(
+            cpu_loops(
+                a[0],
+                a[1],
+                sizes,
+                mems,
+                len(plan.operands),
+                c0,
+                c1,
+                lambda ops, refs, offs: emit_body(_Emitter(ops), refs, offs),
+                tile,
+            )
+        )
     return finish_kernel(
         name, e, entry, arg_types, body, plan, rank, out_specs, target,
         exits=tuple(exits), zero_division_flag=bool(flag_arg),
@@ -755,49 +773,6 @@ def _storage_type(dtype: str, body: Block) -> Attribute:
 Levels = list[tuple[scf.ForOp, list[Operation]]]
 
 
-def _cpu_loops(
-    begin: SSAValue,
-    end: SSAValue,
-    sizes: Sequence[SSAValue],
-    mems: Sequence[tuple[SSAValue, Sequence[SSAValue]]],
-    c0: SSAValue,
-    c1: SSAValue,
-    emit_body: Callable[[_Emitter, Sequence[SSAValue]], None],
-) -> list[Operation]:
-    """A nest over [begin, end) x sizes[1:]; each tensor's offset is accumulated
-    per depth so the innermost loop does one multiply-add per tensor, and none
-    on dims where its stride is the constant 0 (the load is hoisted there).
-
-    (The innermost loop is not versioned for unit strides here: LLVM's loop
-    vectorizer versions symbolic strides itself, and a second copy of the body
-    doubled compile time for a gain lost in the noise.)"""
-    offsets: list[SSAValue] = [c0 for _ in mems]
-    loops: list[tuple[scf.ForOp, list[Operation]]] = []
-    for d in range(len(sizes)):
-        blk = Block(arg_types=[INDEX])
-        iv = blk.args[0]
-        loop = scf.ForOp(begin if d == 0 else c0, end if d == 0 else sizes[d], c1, [], blk)
-        le = _Emitter([])
-        offsets = [
-            off
-            if _is_zero(strides[d], c0)
-            else le.add(arith.AddiOp(off, le.add(arith.MuliOp(iv, strides[d]))))
-            for off, (_, strides) in zip(offsets, mems, strict=True)
-        ]
-        loops.append((loop, le.ops))
-    emit_body(_Emitter(loops[-1][1]), offsets)
-    for (_, ops), nxt in zip(loops, loops[1:], strict=False):
-        ops.extend([nxt[0], scf.YieldOp()])
-    loops[-1][1].append(scf.YieldOp())
-    for loop, ops in loops:
-        loop.body.block.add_ops(ops)
-    return [loops[0][0]]
-
-
-def _is_zero(v: SSAValue, c0: SSAValue) -> bool:
-    return v is c0
-
-
 def _gpu_loop(
     e: _Emitter, total: SSAValue, sizes: Sequence[SSAValue]
 ) -> tuple[list[SSAValue], Levels]:
@@ -847,8 +822,9 @@ class LowerKernelFunc(RewritePattern):
     -> func.func @k(%begin: index, %end: index, %n0: index, %x: memref<?xf32>, ...)
     """
 
-    def __init__(self, target: str):
+    def __init__(self, target: str, tile: bool = False):
         self.target = target
+        self.tile = tile
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: func.FuncOp, rewriter: PatternRewriter, /):
@@ -856,7 +832,11 @@ class LowerKernelFunc(RewritePattern):
             return
         try:
             fn, _ = build_loop_kernel(
-                op.sym_name.data, op.body.block, op.function_type.outputs.data, self.target
+                op.sym_name.data,
+                op.body.block,
+                op.function_type.outputs.data,
+                self.target,
+                self.tile,
             )
         except DiagnosticException as e:
             from fusec.diagnostics import LocatedError, op_location
@@ -874,6 +854,9 @@ class LowerGroupToLoopsPass(ModulePass):
     target: str = "cpu"
     """"cpu" (a loop nest over [begin, end) of the outer dim) or "nvptx" (one
     grid-stride loop)."""
+    tile: bool = False
+    """(cpu) Also a tiled nest, run on launches with a transposed operand: the
+    kernel the runtime builds for such layouts (`fusec.codegen.TILED_CPU`)."""
 
     def __post_init__(self) -> None:
         if self.target not in ("cpu", "nvptx"):
@@ -882,6 +865,6 @@ class LowerGroupToLoopsPass(ModulePass):
             )
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        PatternRewriteWalker(LowerKernelFunc(self.target), apply_recursively=False).rewrite_module(
-            op
-        )
+        PatternRewriteWalker(
+            LowerKernelFunc(self.target, self.tile), apply_recursively=False
+        ).rewrite_module(op)

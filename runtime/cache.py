@@ -50,6 +50,7 @@ from fusec.runtime.entries import (
     write_atomic,
     write_entry,
 )
+from fusec.runtime.kernel_signature import TILED_CPU
 
 __all__ = [
     "CorruptEntry",
@@ -304,6 +305,7 @@ def check_artifact(artifact: Any, group: GroupOp | None, target: str) -> None:
     one canonical key share the entry under different SSA names.) Without a
     group, only the target and the code are checked."""
     want = artifact.name
+    target = "cpu" if target == TILED_CPU else target  # a CPU kernel like any other
     if artifact.target != target:
         raise CorruptEntry(f"kernel is for {artifact.target}, expected {target}")
     code = artifact.code
@@ -490,6 +492,10 @@ class KernelCache:
                 return None
             with self._lock:
                 self._memory[key] = kernel
+            if target == "cpu" and getattr(kernel, "tiled_variant", False) is None:
+                # Built on a launch that needs it (`fusec.runtime.cpu`): any group of
+                # the kernel's key gives the same variant.
+                kernel.tiled_variant = functools.partial(self.kernel_for, group, TILED_CPU)
             return kernel
 
     def failure(self, group: GroupOp, target: str = "cpu") -> str | None:

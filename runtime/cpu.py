@@ -21,7 +21,7 @@ import functools
 import math
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -62,9 +62,13 @@ _LLVM_SCALAR = {"f64": "double", "i64": "i64", "i1": "i1"}
 def packed_entry_ir(name: str, sig: KernelSignature) -> str:
     """LLVM IR of `<name>.packed(ptr %args)`: loads each argument of `name` from
     an array of 8-byte slots (pointers, i64, f64 bit patterns, i1 as i64) and
-    calls it.
+    calls it, unless `<name>.tiled` holds the packed entry of the kernel's tiled
+    variant (`CpuKernel.use_tiles`), which it then calls instead.
 
+        @"k.tiled" = global ptr null
         define void @"k.packed"(ptr %a) {
+          %t = load ptr, ptr @"k.tiled"
+          ...                                   ; not null: call %t(%a), return
           %p0 = getelementptr i64, ptr %a, i64 0
           %v0 = load i64, ptr %p0
           ...
@@ -79,7 +83,17 @@ def packed_entry_ir(name: str, sig: KernelSignature) -> str:
     types += [_LLVM_SCALAR[dt] for _, dt in sig.scalars]
     if sig.zero_division_flag:
         types.append("ptr")
-    lines = [f'define void @"{name}.packed"(ptr %a) {{']
+    lines = [
+        f'@"{name}.tiled" = global ptr null',
+        f'define void @"{name}.packed"(ptr %a) {{',
+        f'  %t = load ptr, ptr @"{name}.tiled"',
+        "  %tiled = icmp ne ptr %t, null",
+        "  br i1 %tiled, label %variant, label %own",
+        "variant:",
+        "  call void %t(ptr %a)",
+        "  ret void",
+        "own:",
+    ]
     args = []
     for k, t in enumerate(types):
         lines.append(f"  %p{k} = getelementptr i64, ptr %a, i64 {k}")
@@ -144,6 +158,11 @@ class CpuKernel:
         self._packed: dict[tuple[Any, ...], tuple[Any, ...]] = {}
         """The plans as flat tuples, for the generated fast path."""
         self._generated = False
+        self.tiled_variant: Callable[[], CpuKernel | None] | None = None
+        """Gets the kernel's tiled variant (`fusec.codegen.TILED_CPU`, through the
+        kernel cache, which sets this); None: there is none to get."""
+        self._tiled: CpuKernel | None = None
+        self._tiles_lock = threading.Lock()
 
     def __call__(self, inputs: Sequence[torch.Tensor | float | int | bool]) -> list[torch.Tensor]:
         return self.call(inputs)
@@ -360,8 +379,11 @@ class CpuKernel:
         reducing = bool(sig.reduce_dims)
         if not reducing:
             fixed = [_size_one_dims(t, lrank) for t in operands]
-            sizes, strides = _memory_order(sizes, strides, fixed)
+            sizes, strides, order = _memory_order(sizes, strides, fixed)
             _coalesce(sizes, strides)
+            inner_fixed = [order[-1] in dims for dims in fixed]
+            if _wants_tiles(sizes, strides[: len(operands)], inner_fixed):
+                self.use_tiles()
         sources: list[tuple[int, int]] = []
         for k, t in enumerate(tensors):
             if k < len(operands):
@@ -389,6 +411,24 @@ class CpuKernel:
         plan = LaunchPlan(alloc_specs, result_index, tuple(pointers), plan_template, chunks, False)
         self._remember(key, plan)
         return plan
+
+    def use_tiles(self) -> None:
+        """Makes every later call run the kernel's tiled variant (built now, once):
+        the same results, plus a tiled nest for launches with a transposed or an
+        expanded operand (`fusec.passes.cpu_loop_nest`); other launches run its
+        plain nest, the same code as this kernel's. A variant that cannot be had
+        leaves this kernel as it is."""
+        with self._tiles_lock:
+            if self._tiled is not None or self.tiled_variant is None:
+                return
+            variant = self.tiled_variant()
+            self.tiled_variant = None  # one try
+            if variant is None or variant.signature != self.signature:
+                return
+            self._tiled = variant  # keeps its code alive
+            entry = variant._jit.address(variant.artifact.name + ".packed")
+            slot = self._jit.global_address(self.artifact.name + ".tiled")
+            ctypes.c_void_p.from_address(slot).value = entry
 
     def _remember(self, key: tuple[Any, ...], plan: LaunchPlan) -> None:
         if len(self._plans) >= _MAX_PLANS:
@@ -435,27 +475,63 @@ def _size_one_dims(t: torch.Tensor, rank: int) -> set[int]:
 
 def _memory_order(
     sizes: list[int], strides: list[list[int]], fixed: Sequence[set[int]]
-) -> tuple[list[int], list[list[int]]]:
+) -> tuple[list[int], list[list[int]], list[int]]:
     """The loop order: the dim along which most tensors are contiguous (stride 1)
     becomes the innermost one, so a transposed input is read along its memory
     rather than across it; the other dims keep their order.
 
         a.t() + b.t() -> out:  a, b strides (1, n), out (n, 1)  ->  loop dim 0 innermost
 
+    Tensors that are still strided on that dim (operands that disagree on their
+    fastest dim) get theirs second innermost, where the kernel tiles the two
+    (`fusec.passes.cpu_loop_nest`), so their cache lines are reused:
+
+        a.t() + b -> out:  a strides (1, n), b and out (n, 1)  ->  dims (0, 1), tiled
+
     Dims are only moved where the kernel's constant 0 strides stay right: an
-    operand's size-1 dim (`fixed`) must receive a dim it has stride 0 along."""
+    operand's size-1 dim (`fixed`) must receive a dim it has stride 0 along.
+    Returns the reordered sizes and strides and the order (original dims)."""
     rank = len(sizes)
+    identity = list(range(rank))
     if rank < 2:
-        return sizes, strides
+        return sizes, strides, identity
     unit = [sum(1 for s in strides if s[d] == 1) for d in range(rank)]
     best = max(range(rank), key=lambda d: (unit[d], d))
-    if best == rank - 1 or unit[best] <= unit[rank - 1] or sizes[best] == 1:
-        return sizes, strides
-    order = [d for d in range(rank) if d != best] + [best]
-    for s, dims in zip(strides, fixed, strict=False):
-        if any(s[order[j]] != 0 for j in dims):
-            return sizes, strides
-    return [sizes[d] for d in order], [[s[d] for d in order] for s in strides]
+    if unit[best] <= unit[rank - 1] or sizes[best] == 1:
+        best = rank - 1
+    across = [sum(1 for s in strides if s[d] == 1 and s[best] > 1) for d in range(rank)]
+    tile = max((d for d in range(rank) if d != best), key=lambda d: (across[d], d))
+    orders = [[d for d in range(rank) if d != best] + [best]]
+    if across[tile] and sizes[tile] > 1:
+        orders.insert(0, [d for d in range(rank) if d not in (tile, best)] + [tile, best])
+    for order in orders:
+        if order == identity:
+            break
+        if all(s[order[j]] == 0 for s, dims in zip(strides, fixed, strict=False) for j in dims):
+            return [sizes[d] for d in order], [[s[d] for d in order] for s in strides], order
+    return sizes, strides, identity
+
+
+def _wants_tiles(
+    sizes: Sequence[int], strides: Sequence[Sequence[int]], inner_fixed: Sequence[bool]
+) -> bool:
+    """Whether a launch in this loop order runs faster in the tiled variant's
+    tiled nest, the condition that kernel checks (`fusec.passes.cpu_loop_nest`):
+    an operand contiguous along the second innermost dim and strided along the
+    innermost one (transposed), or one with a 0 stride along the innermost dim
+    that its type does not make a constant (`inner_fixed`: expanded at runtime),
+    which LLVM's stride-1 versioning runs as a scalar loop.
+
+        relu(a.t() + b):   a strides (1, n), b (n, 1)    ->  True (a is transposed)
+        x + c[:, None].expand(r, n):  c strides (1, 0)   ->  True (c is expanded)
+        x + c[:, None]:    c is [r, 1]: a constant 0     ->  False
+    """
+    if len(sizes) < 2 or sizes[-1] < 2:
+        return False
+    return any(
+        (s[-2] == 1 and s[-1] > 1) or (s[-1] == 0 and not fixed)
+        for s, fixed in zip(strides, inner_fixed, strict=True)
+    )
 
 
 def _coalesce(sizes: list[int], strides: list[list[int]]) -> None:

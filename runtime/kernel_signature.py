@@ -12,6 +12,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+TILED_CPU = "cpu-tiled"
+"""The target that builds a CPU kernel's tiled variant (`build_kernel`): the same
+signature and results, plus a tiled loop nest for launches with a transposed or
+an expanded operand (`fusec.passes.cpu_loop_nest`). It doubles or triples the kernel's
+compile time, so the runtime builds it only for a layout that needs it (its
+artifact's target is "cpu": it runs as any CPU kernel)."""
+
 
 @dataclass(frozen=True)
 class OperandSpec:

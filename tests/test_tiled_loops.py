@@ -1,0 +1,250 @@
+"""Transposed and expanded operands on the CPU (`fusec.passes.cpu_loop_nest`,
+`fusec.runtime.cpu`): the tiled kernel variant against eager PyTorch on every
+layout it copies (transposed, permuted, partly transposed, expanded, sliced and
+chunked views), at sizes that are and are not multiples of the tiles, and the
+launch plan that asks for the variant only when a layout needs it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import fusec
+import pytest
+import torch
+from fusec.codegen import TILED_CPU, build_kernel
+from fusec.dialects.inference import I64
+from fusec.passes.cpu_loop_nest import TILE_INNER, TILE_OUTER
+from fusec.runtime import cpu
+from fusec.runtime.cache import KernelCache
+from xdsl.dialects.builtin import IntegerAttr
+
+from tests.test_codegen import make_group
+
+
+def _add_relu(b, x, y):
+    return b.ReluOp(b.AddOp(x, y))
+
+
+def _sigmoid_mul(b, x, y):
+    return b.MulOp(b.SigmoidOp(x), y)
+
+
+def _check_variant(
+    inputs: list[torch.Tensor], body: Callable, want: Callable[..., torch.Tensor]
+) -> None:
+    """The tiled variant and the plain kernel both give eager's result."""
+    group = make_group(inputs, body)
+    for target in ("cpu", TILED_CPU):
+        (got,) = cpu.CpuKernel(build_kernel(group, target))(inputs)
+        torch.testing.assert_close(got, want(*inputs))
+
+
+SIZES = [
+    (1, 1),
+    (1, 7),
+    (3, 5),
+    (TILE_OUTER, TILE_INNER),
+    (TILE_OUTER + 1, TILE_INNER - 1),
+    (2 * TILE_OUTER - 1, 3 * TILE_INNER + 5),
+    (64, 64),
+    (257, 130),
+]
+
+
+@pytest.mark.parametrize(("r", "c"), SIZES)
+def test_transposed_operand(r, c):
+    a, b = torch.randn(c, r).t(), torch.randn(r, c)
+    _check_variant([a, b], _add_relu, lambda x, y: torch.relu(x + y))
+
+
+@pytest.mark.parametrize(("r", "c"), [(3, 5), (33, 140), (64, 256)])
+def test_both_operands_transposed_and_output_strided(r, c):
+    # Both inputs contiguous along dim 0: that becomes the inner loop, and the
+    # output (contiguous along dim 1) is the tensor read across.
+    a, b = torch.randn(c, r).t(), torch.randn(c, r).t()
+    _check_variant([a, b], _sigmoid_mul, lambda x, y: x.sigmoid() * y)
+
+
+@pytest.mark.parametrize("perm", [(2, 0, 1), (1, 2, 0), (0, 2, 1), (2, 1, 0)])
+def test_permuted_3d(perm):
+    shape = (5, 37, 130)
+    x = torch.randn(shape).permute(perm)
+    y = torch.randn(x.shape)
+    _check_variant([x, y], _add_relu, lambda p, q: torch.relu(p + q))
+
+
+def test_partially_transposed_and_sliced():
+    # A column slice of a transposed tensor: stride 1 on dim 0, a gap between columns.
+    big = torch.randn(300, 70).t()  # [70, 300], strides (1, 70)
+    x = big[3:60, 5:290:2]
+    y = torch.randn(x.shape)
+    _check_variant([x, y], _add_relu, lambda p, q: torch.relu(p + q))
+
+
+def test_broadcast_and_transposed():
+    # A row vector broadcast over rows (a constant 0 stride), a transposed
+    # operand and a column broadcast, in one kernel.
+    a = torch.randn(150, 40).t()  # [40, 150]
+    row = torch.randn(150)
+    col = torch.randn(40, 1)
+
+    def body(b, x, r, c):
+        return b.MulOp(b.AddOp(x, r), c)
+
+    _check_variant([a, row, col], body, lambda x, r, c: (x + r) * c)
+
+
+@pytest.mark.parametrize(("r", "c"), [(2, 2), (19, 300), (128, 128)])
+def test_expanded_operand(r, c):
+    # A runtime 0 stride on the inner dim (an expanded column), which the plain
+    # kernel runs as a scalar loop and the variant copies into row fills.
+    x = torch.randn(r, c)
+    e = torch.randn(r, 1).expand(r, c)
+    _check_variant([x, e], _sigmoid_mul, lambda p, q: p.sigmoid() * q)
+
+
+def test_chunks_of_a_transposed_tensor():
+    # Chunk views of a transposed input: each chunk its own strided operand.
+    base = torch.randn(96, 50).t()  # [50, 96]
+
+    def body(b, x):
+        p, q = b.ChunkOp(x, chunks=IntegerAttr(2, I64), dim=IntegerAttr(1, I64))
+        return b.AddOp(b.TanhOp(p), q)
+
+    def want(x):
+        p, q = x.chunk(2, 1)
+        return p.tanh() + q
+
+    _check_variant([base], body, want)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float64, torch.int32])
+def test_other_dtypes(dtype):
+    a = torch.randn(70, 33).t().to(dtype) if dtype.is_floating_point else None
+    if a is None:
+        a = torch.randint(-50, 50, (70, 33)).t().to(dtype)
+    b = torch.ones(33, 70, dtype=dtype)
+
+    def body(bb, x, y):
+        return bb.AddOp(x, y)
+
+    _check_variant([a, b], body, lambda x, y: x + y)
+
+
+def test_bool_operand_transposed():
+    m = (torch.randn(40, 30) > 0).t()
+    x = torch.randn(30, 40)
+    _check_variant(
+        [m, x], lambda b, p, q: b.WhereOp(p, q, b.NegOp(q)), lambda p, q: torch.where(p, q, -q)
+    )
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+def test_work_split_over_threads(monkeypatch, threads):
+    # Big enough to split: each thread's rows start mid-tile for the variant.
+    monkeypatch.setattr(cpu, "num_threads", lambda: threads)
+    a, b = torch.randn(301, 250).t(), torch.randn(250, 301)
+    _check_variant([a, b], _add_relu, lambda x, y: torch.relu(x + y))
+
+
+# ----------------------------------------------------------------- the plan
+
+
+def test_plan_builds_the_variant_only_for_a_layout_that_needs_it():
+    cache = KernelCache(directory=None)
+    a, b = torch.randn(40, 60), torch.randn(40, 60)
+    kernel = cache.kernel_for(make_group([a, b], _add_relu))
+    assert isinstance(kernel, cpu.CpuKernel)
+    for x in (a, a[:, ::2].contiguous(), torch.randn(40, 1).expand(40, 60).contiguous()):
+        y = b[:, : x.shape[1]]
+        torch.testing.assert_close(kernel([x, y])[0], torch.relu(x + y))
+    assert cache.stats.kernels_compiled == 1 and kernel._tiled is None
+    t = torch.randn(60, 40).t()
+    torch.testing.assert_close(kernel([t, b])[0], torch.relu(t + b))
+    assert cache.stats.kernels_compiled == 2 and kernel._tiled is not None
+    # Every layout still right through the variant, and it is built once.
+    e = torch.randn(40, 1).expand(40, 60)
+    for x in (a, t, e):
+        torch.testing.assert_close(kernel([x, b])[0], torch.relu(x + b))
+    assert cache.stats.kernels_compiled == 2
+
+
+def test_compiled_function_on_transposed_inputs():
+    def fn(a, b):
+        return torch.relu(a.t() + b)
+
+    f = fusec.compile(fn)
+    for r, c in [(3, 5), (33, 129), (64, 64), (1, 200)]:
+        a, b = torch.randn(c, r), torch.randn(r, c)
+        torch.testing.assert_close(f(a, b), fn(a, b))
+    assert f.launches_per_call == 1
+
+
+def test_compiled_function_on_an_expanded_input():
+    def fn(x, e):
+        return torch.nn.functional.gelu(x + e)
+
+    f = fusec.compile(fn)
+    x, c = torch.randn(30, 200), torch.randn(30, 1)
+    torch.testing.assert_close(f(x, c.expand(30, 200)), fn(x, c.expand(30, 200)))
+    torch.testing.assert_close(f(x, c.expand(30, 200) * 1), fn(x, c.expand(30, 200)))
+
+
+@pytest.mark.parametrize(
+    ("strides", "inner_fixed", "want"),
+    [
+        ([[1, 64], [64, 1], [64, 1]], [False, False], True),  # a.t() + b
+        ([[64, 1], [1, 0], [64, 1]], [False, False], True),  # x + c.expand
+        ([[64, 1], [1, 0], [64, 1]], [False, True], False),  # x + c, c is [r, 1]
+        ([[64, 1], [0, 1], [64, 1]], [False, False], False),  # x + row
+        ([[2, 128], [64, 1], [64, 1]], [False, False], False),  # strided, not transposed
+    ],
+)
+def test_wants_tiles(strides, inner_fixed, want):
+    assert cpu._wants_tiles([32, 64], strides[:2], inner_fixed) is want
+
+
+def test_memory_order_puts_a_transposed_operands_dim_second_innermost():
+    # [A, B, C] space; x contiguous along dim 0, y and the output along dim 2.
+    sizes = [5, 6, 7]
+    x, y, out = [1, 35, 5], [42, 7, 1], [42, 7, 1]
+    got_sizes, got_strides, order = cpu._memory_order(sizes, [x, y, out], [set(), set()])
+    assert order == [1, 0, 2]
+    assert got_sizes == [6, 5, 7] and got_strides[0] == [35, 1, 5]
+
+
+def test_many_operands_keep_within_the_stack_limit():
+    # 40 f32 operands would need 40 tile buffers (1.25 MiB of stack): the
+    # variant has no tiled nest then, and still computes the sum.
+    from fusec.codegen import kernel_llvm_ir
+
+    inputs = [torch.randn(70, 20).t() for _ in range(40)]
+
+    def body(b, *xs):
+        acc = xs[0]
+        for x in xs[1:]:
+            acc = b.AddOp(acc, x)
+        return acc
+
+    group = make_group(inputs, body)
+    _, ir_text, _ = kernel_llvm_ir(group, "cpu", tile=True)
+    assert "alloca" not in ir_text
+    (got,) = cpu.CpuKernel(build_kernel(group, TILED_CPU))(inputs)
+    torch.testing.assert_close(got, sum(inputs[1:], inputs[0]))
+    few = make_group(inputs[:4], body)
+    assert "alloca" in kernel_llvm_ir(few, "cpu", tile=True)[1]
+
+
+def test_variant_is_cached_on_disk_like_any_kernel(tmp_path, monkeypatch):
+    # A second cache over the same directory (another process, say) loads both
+    # the kernel and its variant, and takes neither for a corrupt entry.
+    t, b = torch.randn(50, 30).t(), torch.randn(30, 50)
+    for round_ in range(2):
+        # Each round loads its own kernels (not this process's loaded ones).
+        monkeypatch.setattr(cpu, "_loaded", {})
+        cache = KernelCache(directory=tmp_path)
+        kernel = cache.kernel_for(make_group([t, b], _add_relu))
+        torch.testing.assert_close(kernel([t, b])[0], torch.relu(t + b))
+        built = (2, 0) if round_ == 0 else (0, 2)
+        assert (cache.stats.kernels_compiled, cache.stats.disk_hits) == built
+        assert cache.stats.corrupt_entries == 0
