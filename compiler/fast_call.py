@@ -17,13 +17,14 @@ the full path, which then installs the fast path of the key it found:
         if not (type(a0) is Tensor and a0.dtype is D0 and a0.is_cpu
                 and a0.layout is STRIDED and not a0.is_nested):
             return MISS
-        z = a0.shape
-        if not (len(z) == 2 and z[0] != 1 and z[1] != 1 and a0.is_contiguous()
+        z0 = a0.shape
+        if not (len(z0) == 2 and z0[0] != 1 and z0[1] != 1 and a0.is_contiguous()
                 and not a0.requires_grad):
             return MISS
         ...                                   # a1 alike
-        if size_class(a0.shape[1], 0) != K0:  # how a chunk cuts dim 1
-            return MISS
+        n0 = z0[1]                            # how a chunk cuts dim 1:
+        if n0 not in SIZES0 and not same_class(n0, C0, K0, SIZES0):
+            return MISS                       # sizes seen in its class are a set
         skipped = program.skipped_launches
         try:
             results = run(args)
@@ -33,6 +34,10 @@ the full path, which then installs the fast path of the key it found:
         program.last_launches = owner.launches_per_call = n
         owner.last = spec
         return fill(results)
+
+Where every guard of the program that could skip a kernel is one the key
+implies (`HostProgram.launches_fixed`), the launch count is the constant
+`LAUNCHES` and the `skipped` bookkeeping is left out.
 
 Every check the key makes is kept, so the fast path runs a program only for
 calls the full path would have run it for. Guards (`fusion.guard`) of function
@@ -56,11 +61,20 @@ _MAX_PARAMETERS = 16
 (each parameter's `requires_grad` would be one more check per call)."""
 
 
-@functools.lru_cache(maxsize=4096)
-def _size_class(kind: str, params: tuple[int, ...], n: int) -> Any:
+_MAX_SIZES = 256
+"""Sizes a fast path remembers per size check as being in its class."""
+
+
+def _same_class(n: int, cut: tuple[str, tuple[int, ...]], want: Any, sizes: set[int]) -> bool:
+    """Whether size `n` is in class `want` under `cut` (kind, params); if so it
+    joins `sizes`, the set the fast path tests first."""
     from fusec.size_checks import classify
 
-    return classify(kind, params, n)
+    if classify(*cut, n) != want:
+        return False
+    if len(sizes) < _MAX_SIZES:
+        sizes.add(n)
+    return True
 
 
 def fast_path(owner: Any, key: Any, spec: Any) -> Callable[[tuple[Any, ...]], Any] | None:
@@ -99,7 +113,7 @@ def fast_path(owner: Any, key: Any, spec: Any) -> Callable[[tuple[Any, ...]], An
         "spec": spec,
         "fill": spec.fill,
         "LAUNCHES": program.launches,
-        "size_class": _size_class,
+        "same_class": _same_class,
     }
     lines = ["def fast(args):"]
     lines.append(f"    if len(args) != {n} or grad_enabled() is not G:")
@@ -127,13 +141,14 @@ def fast_path(owner: Any, key: Any, spec: Any) -> Callable[[tuple[Any, ...]], An
             f" and {a}.layout is STRIDED and not {a}.is_nested):"
         )
         lines.append("        return MISS")
-        lines.append(f"    z = {a}.shape")
+        z = f"z{i}"
+        lines.append(f"    {z} = {a}.shape")
         if owner._exact_shapes:
             env[f"S{i}"] = shape
-            conds = [f"z == S{i}"]
+            conds = [f"{z} == S{i}"]
         else:
-            conds = [f"len(z) == {len(shape)}"]
-            conds += [f"z[{d}] {'==' if one else '!='} 1" for d, one in enumerate(shape)]
+            conds = [f"len({z}) == {len(shape)}"]
+            conds += [f"{z}[{d}] {'==' if one else '!='} 1" for d, one in enumerate(shape)]
         conds.append(f"{'' if contiguous else 'not '}{a}.is_contiguous()")
         if grad:
             conds.append(f"not {a}.requires_grad")
@@ -152,9 +167,11 @@ def fast_path(owner: Any, key: Any, spec: Any) -> Callable[[tuple[Any, ...]], An
             if want is not None:  # `SizeCheck.of` is None for these arguments
                 return None
             continue
-        env[f"K{k}"], env[f"C{k}"] = want, (c.kind, c.params)
-        lines.append(f"    if size_class(*C{k}, a{c.arg}.shape[{c.dim}]) != K{k}:")
+        env[f"K{k}"], env[f"C{k}"], env[f"SIZES{k}"] = want, (c.kind, c.params), set()
+        lines.append(f"    n{k} = z{c.arg}[{c.dim}]")
+        lines.append(f"    if n{k} not in SIZES{k} and not same_class(n{k}, C{k}, K{k}, SIZES{k}):")
         lines.append("        return MISS")
+    passing: frozenset[int] = frozenset()
     if spec.args_are_inputs == n:
         inputs = "args"
         passing = _passing_guards(program, arg_specs, owner._exact_shapes)
@@ -165,17 +182,21 @@ def fast_path(owner: Any, key: Any, spec: Any) -> Callable[[tuple[Any, ...]], An
             env[f"g{k}"] = g
         inputs = "(" + "".join(f"g{k}(args), " for k in range(len(spec.getters))) + ")"
     env["failed"] = functools.partial(_failed, owner, spec)
+    fixed = program.launches_fixed(passing)
+    if not fixed:
+        lines.append("    skipped = program.skipped_launches")
     lines += [
-        "    skipped = program.skipped_launches",
         "    try:",
         f"        results = run({inputs})",
         "    except Exception as e:",
         "        return failed(args, e)",
-        "    n = LAUNCHES - (program.skipped_launches - skipped)",
-        "    program.last_launches = owner.launches_per_call = n",
-        "    owner.last = spec",
-        "    return fill(results)",
     ]
+    if fixed:
+        lines.append("    program.last_launches = owner.launches_per_call = LAUNCHES")
+    else:
+        lines.append("    n = LAUNCHES - (program.skipped_launches - skipped)")
+        lines.append("    program.last_launches = owner.launches_per_call = n")
+    lines += ["    owner.last = spec", "    return fill(results)"]
     exec("\n".join(lines), env)  # noqa: S102 - source built from the key's parts only
     return env["fast"]
 

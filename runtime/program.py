@@ -121,6 +121,18 @@ class HostProgram:
             run = self._runs_passing[guards] = _generate_run(self, guards)
         return run
 
+    def launches_fixed(self, guards: frozenset[int]) -> bool:
+        """Whether every run that passes the guard steps at indices `guards`
+        launches all `launches` kernels: each `scf.if` holding kernels branches
+        on one of those guards and holds no `scf.if` of its own that could
+        skip one. The runs of such calls need not count skipped launches."""
+        passed = {self.steps[j].outs[0] for j in guards if self.steps[j].kind == "guard"}
+        return all(
+            step.ins[0] in passed and step.branches[0].launches_fixed(frozenset())
+            for step in self.steps
+            if step.kind == "if" and step.branches and step.branches[0].launches
+        )
+
     def guard_checks(self, index: int) -> tuple[_InputCheck, ...]:
         """What the guard step at `index` checks of each of its inputs."""
         return self.steps[index].fn.checks  # type: ignore[attr-defined]
@@ -446,7 +458,9 @@ def _generate_run(
     """The program as one generated Python function: a local variable per slot,
     a line per step, no interpretation left per call. The then-region of an
     `scf.if` is written out inline (its kernel called right there); the
-    else-region, the rare path, is the if step's own call.
+    else-region, the rare path, is the if step's own call. (In a run for calls
+    known to pass a guard, `run_passing`, an `scf.if` on it is its then-region
+    alone, without the test.)
 
         def run(args):
             s0, s1 = args
@@ -491,7 +505,9 @@ def _emit_steps(
     """Appends the lines of `program`'s constants and steps. `names` holds each
     slot's variable (those of the arguments are given); `tag` prefixes the
     variables and callables of an inlined then-region, so they stay apart; the
-    guard steps at indices `passing` are known to pass."""
+    guard steps at indices `passing` are known to pass, and an `scf.if` on one
+    of them is its then-region alone."""
+    passed: set[int] = set()
     for slot, value in program.consts.items():
         names[slot] = f"{tag}s{slot}"
         env[f"{tag}c{slot}"] = value
@@ -503,7 +519,14 @@ def _emit_steps(
         outs = "(" + "".join(f"{names[i]}, " for i in step.outs) + ")"
         env[f"{tag}f{j}"] = step.fn
         call = f"{tag}f{j}({', '.join(ins)})"
-        if step.kind == "if" and step.branches:
+        if step.kind == "if" and step.branches and step.ins[0] in passed:
+            then = step.branches[0]
+            sub = {a: names[i] for a, i in zip(then.arg_slots, step.ins[1:], strict=True)}
+            _emit_steps(then, sub, env, lines, indent, f"{tag}t{j}_")
+            got = "".join(f"{sub[i]}, " for i in then.out_slots)
+            if step.outs:
+                lines.append(f"{indent}{outs} = ({got})")
+        elif step.kind == "if" and step.branches:
             then = step.branches[0]
             sub = {a: names[i] for a, i in zip(then.arg_slots, step.ins[1:], strict=True)}
             lines.append(f"{indent}if {ins[0]}:")
@@ -513,6 +536,7 @@ def _emit_steps(
             lines.append(f"{indent}else:")
             lines.append(f"{indent}    {outs} = {call}" if step.outs else f"{indent}    {call}")
         elif j in passing and step.kind == "guard":
+            passed.update(step.outs)
             lines.append(f"{indent}{outs} = (True,)")
         elif isinstance(step.fn, _KernelCall):
             kernel = step.fn.kernel

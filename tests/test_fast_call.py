@@ -144,3 +144,44 @@ def test_a_program_that_fails_on_the_fast_path_lets_eager_decide():
     _same(f, fn, x, torch.tensor([2, 3, 4]))
     # Eager raised too, so the inputs were bad, not the program: it stays.
     assert f.launches_per_call == 1
+
+
+def test_sizes_a_chunk_cuts_alike_are_remembered_and_others_still_miss():
+    f = fusec.compile(lstm_tail)
+    cx = torch.randn(8, 8)
+    _same(f, lstm_tail, torch.randn(8, 32), cx)
+    for width in (24, 32, 24):  # 4 pieces, none of size 1: the key's class
+        args = (torch.randn(8, width), torch.randn(8, width // 4))
+        assert f._fast(args) is not MISS
+        _same(f, lstm_tail, *args)
+    for width in (7, 4):  # pieces 2, 2, 2, 1; four of size 1 (they broadcast)
+        args = (torch.randn(8, width), torch.randn(8, 2 if width == 7 else 1))
+        assert f._fast(args) is MISS
+        _same(f, lstm_tail, *args)
+
+
+def lstm_cell(x, h, c, w_ih, w_hh):
+    gates = x @ w_ih.t() + h @ w_hh.t()
+    return lstm_tail(gates, c)
+
+
+def test_launches_are_counted_per_call_where_a_guard_is_not_implied():
+    """A guard of computed values (the matmuls' gates) is checked per call, and
+    its kernel may not launch; a guard of arguments the key implies always
+    passes, so its kernel always launches."""
+    tail = fusec.compile(lstm_tail)
+    args = (torch.randn(8, 32), torch.randn(8, 8))
+    _same(tail, lstm_tail, *args)
+    program = tail.last.program
+    (guard,) = [j for j, s in enumerate(program.steps) if s.kind == "guard"]
+    assert program.launches_fixed(frozenset({guard}))
+    assert not program.launches_fixed(frozenset())
+    cell = fusec.compile(lstm_cell)
+    args = (torch.randn(8, 4), torch.randn(8, 8), torch.randn(8, 8))
+    weights = (torch.randn(32, 4), torch.randn(32, 8))
+    for _ in range(2):
+        _same(cell, lstm_cell, *args, *weights)
+        assert cell.launches_per_call == 1
+    program = cell.last.program
+    guards = frozenset(j for j, s in enumerate(program.steps) if s.kind == "guard")
+    assert guards and not program.launches_fixed(frozenset())

@@ -161,3 +161,23 @@ def test_loop_order_keeps_a_size_one_operand_dim_in_place():
     (got,) = kernel([x, c])
     torch.testing.assert_close(got, x * c)
     assert _sizes(kernel, _only_plan(kernel)) == [20, 30]
+
+
+@pytest.mark.parametrize("allocate", ["torch", "dispatched"])
+def test_outputs_are_fresh_cpu_tensors_laid_out_as_eager(monkeypatch, allocate):
+    # Outputs come from torch's own allocation entry, or `torch.empty_strided` on
+    # a torch without it: either way fresh, contiguous and on the CPU, even under
+    # a `torch.device` context that makes another device the default.
+    if allocate == "dispatched":
+        monkeypatch.setattr(cpu, "empty_strided_cpu", cpu._dispatched_empty_strided)
+    x, y = torch.randn(6, 5), torch.randn(6, 5)
+    kernel = cpu.CpuKernel(
+        build_kernel(make_group([x, y], lambda b, a, c: b.MulOp(b.TanhOp(a), c)))
+    )
+    first = kernel([x, y])
+    with torch.device("meta"):
+        outs = [kernel.call([x, y]) for _ in range(2)]
+    for (got,) in (first, *outs):
+        torch.testing.assert_close(got, x.tanh() * y)
+        assert got.device.type == "cpu" and got.is_contiguous() and got._base is None
+    assert outs[0][0].data_ptr() != outs[1][0].data_ptr()
