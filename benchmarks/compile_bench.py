@@ -212,9 +212,9 @@ def _bare_native_call(kernel: Any, ins: Sequence[Any], outs: Sequence[Any]) -> C
         args[slot] = t.data_ptr() + offset
     if kernel._scalar_slots:
         kernel._put_scalars(args, ins)
-    if len(plan.chunks) == 1:
+    if plan.launch is None:
         return lambda: (kernel._fn(args), allocs)
-    return lambda: (kernel._parallel(args, plan.chunks), allocs)
+    return lambda: (kernel._parallel(args, plan.launch), allocs)
 
 
 def lstm_loop_overhead(steps: int = 50, batch: int = 64, hidden: int = 256) -> dict[str, float]:

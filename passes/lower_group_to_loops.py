@@ -36,6 +36,7 @@ from typing import Any
 from fusec.dialects import aten
 from fusec.dialects import inference as inf
 from fusec.dialects.inference import BF16, BOOL, F16, F32, F64
+from fusec.passes.kernel_cost import element_cost
 from xdsl.context import Context
 from xdsl.dialects import arith, builtin, func, llvm, memref, scf
 from xdsl.dialects import math as mathd
@@ -147,6 +148,10 @@ class KernelSignature:
     traps (it divides by 1 instead); the host raises eager's
     `RuntimeError: ZeroDivisionError` when the byte is set (on nvptx a `.u64`
     device pointer, the last parameter)."""
+    cost: float = 1.0
+    """Estimated nanoseconds of work per index-space element on one core
+    (`fusec.passes.kernel_cost`): the CPU executor splits a call over threads
+    only when its work pays for the launch."""
 
     @property
     def loop_rank(self) -> int:
@@ -821,6 +826,7 @@ def finish_kernel(
     kind-specific fields: exits, the zero-division flag, reduced dims); shared by
     the pointwise and the reduction builders."""
     e.add(func.ReturnOp())
+    cost = element_cost(e.ops)
     entry.add_ops(e.ops)
     fn = func.FuncOp(name, (arg_types, []), Region(entry))
     fn.attributes["fusion.kernel"] = UnitAttr()
@@ -831,6 +837,7 @@ def finish_kernel(
         scalars=tuple(plan.scalars),
         outputs=tuple(out_specs),
         target=target,
+        cost=cost,
         **extra,
     )
     return fn, sig

@@ -1,0 +1,225 @@
+"""Native parallel launch: a kernel's work split runs on the OpenMP threads that
+PyTorch's CPU build already holds (its `libgomp`), through one ctypes call.
+
+Handing a chunk to a Python thread pool costs tens of microseconds (a future, a
+wake-up, the GIL), more than a small kernel's whole run. Here a trampoline
+written in LLVM IR, JIT-compiled once per process, calls `GOMP_parallel`; each
+OpenMP thread copies the packed argument array into a buffer on its own stack,
+applies its chunk's patches and calls the kernel's `<name>.packed` entry:
+
+    fusec_run_chunks(ptr kernel, i64 nslots, ptr args, ptr table)
+
+`table` is a flat `int64[]` built once per launch plan (`chunk_table`):
+
+    [nchunks, m, slot_0 .. slot_{m-1},   deltas of chunk 0 (m values), chunk 1, ...]
+
+chunk `k` runs with `args[slot_j] + delta[k][j]` for every j: the split's
+bounds, narrowed sizes and shifted base pointers are all additions to the slots
+the plan's template already holds. A team smaller than `nchunks` (a nested
+region, a thread limit) loops: thread t runs chunks t, t + team, ... so every
+chunk runs whatever the team size.
+
+The threads are ATen's own (the same pool, so no oversubscription); ctypes
+releases the GIL for the call. Where no OpenMP runtime is loaded (a PyTorch
+built without one, another platform) `launcher()` is None and the executor keeps
+its Python thread pool.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import glob
+import os
+from collections.abc import Callable, Sequence
+
+_OPENMP_NAMES = ("libgomp", "libiomp5", "libomp")
+"""OpenMP runtimes that export the GNU entry points (`GOMP_parallel`, ...)."""
+
+_GOMP_SYMBOLS = ("GOMP_parallel", "omp_get_thread_num", "omp_get_num_threads")
+
+TRAMPOLINE_IR = r"""
+declare void @GOMP_parallel(ptr, ptr, i32, i32)
+declare i32 @omp_get_thread_num()
+declare i32 @omp_get_num_threads()
+declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)
+
+define void @fusec_run_chunks(ptr %kernel, i64 %nslots, ptr %args, ptr %table) {
+entry:
+  %ctx = alloca [4 x ptr]
+  %c1 = getelementptr ptr, ptr %ctx, i64 1
+  %c2 = getelementptr ptr, ptr %ctx, i64 2
+  %c3 = getelementptr ptr, ptr %ctx, i64 3
+  %ns = inttoptr i64 %nslots to ptr
+  store ptr %kernel, ptr %ctx
+  store ptr %ns, ptr %c1
+  store ptr %args, ptr %c2
+  store ptr %table, ptr %c3
+  %n = load i64, ptr %table
+  %n32 = trunc i64 %n to i32
+  call void @GOMP_parallel(ptr @fusec_chunk_worker, ptr %ctx, i32 %n32, i32 0)
+  ret void
+}
+
+define internal void @fusec_chunk_worker(ptr %ctx) {
+entry:
+  %c1 = getelementptr ptr, ptr %ctx, i64 1
+  %c2 = getelementptr ptr, ptr %ctx, i64 2
+  %c3 = getelementptr ptr, ptr %ctx, i64 3
+  %kernel = load ptr, ptr %ctx
+  %nsp = load ptr, ptr %c1
+  %nslots = ptrtoint ptr %nsp to i64
+  %args = load ptr, ptr %c2
+  %table = load ptr, ptr %c3
+  %nchunks = load i64, ptr %table
+  %mp = getelementptr i64, ptr %table, i64 1
+  %m = load i64, ptr %mp
+  %slots = getelementptr i64, ptr %table, i64 2
+  %rows = getelementptr i64, ptr %slots, i64 %m
+  %bytes = mul i64 %nslots, 8
+  %buf = alloca i64, i64 %nslots, align 16
+  %tid32 = call i32 @omp_get_thread_num()
+  %team32 = call i32 @omp_get_num_threads()
+  %tid = sext i32 %tid32 to i64
+  %team = sext i32 %team32 to i64
+  br label %chunk
+
+chunk:
+  %k = phi i64 [ %tid, %entry ], [ %knext, %patched ]
+  %more = icmp slt i64 %k, %nchunks
+  br i1 %more, label %copy, label %done
+
+copy:
+  call void @llvm.memcpy.p0.p0.i64(ptr %buf, ptr %args, i64 %bytes, i1 false)
+  %rowstart = mul i64 %k, %m
+  %row = getelementptr i64, ptr %rows, i64 %rowstart
+  br label %patch
+
+patch:
+  %j = phi i64 [ 0, %copy ], [ %jnext, %apply ]
+  %pmore = icmp slt i64 %j, %m
+  br i1 %pmore, label %apply, label %patched
+
+apply:
+  %sp = getelementptr i64, ptr %slots, i64 %j
+  %slot = load i64, ptr %sp
+  %dp = getelementptr i64, ptr %row, i64 %j
+  %delta = load i64, ptr %dp
+  %vp = getelementptr i64, ptr %buf, i64 %slot
+  %v = load i64, ptr %vp
+  %nv = add i64 %v, %delta
+  store i64 %nv, ptr %vp
+  %jnext = add i64 %j, 1
+  br label %patch
+
+patched:
+  call void %kernel(ptr %buf)
+  %knext = add i64 %k, %team
+  br label %chunk
+
+done:
+  ret void
+}
+"""
+
+
+def _loaded_openmp() -> ctypes.CDLL | None:
+    """The OpenMP runtime this process already has loaded (PyTorch's), if any:
+    found by path in the process's mappings, or by soname without loading a
+    second copy (`RTLD_NOLOAD`)."""
+    try:
+        with open("/proc/self/maps") as maps:
+            paths = {line.split()[-1] for line in maps if "/" in line}
+    except OSError:
+        paths = set()
+    for path in sorted(paths):
+        if any(os.path.basename(path).startswith(n) for n in _OPENMP_NAMES):
+            try:
+                return ctypes.CDLL(path)
+            except OSError:
+                continue
+    noload = getattr(os, "RTLD_NOLOAD", None)
+    if noload is not None:
+        for soname in ("libgomp.so.1", "libiomp5.so", "libomp.so"):
+            try:
+                return ctypes.CDLL(soname, mode=noload | os.RTLD_LAZY)
+            except OSError:
+                continue
+    return None
+
+
+def _torch_openmp() -> ctypes.CDLL | None:
+    """The OpenMP runtime shipped next to PyTorch's libraries (`torch/lib`)."""
+    import torch
+
+    lib_dir = os.path.join(os.path.dirname(torch.__file__), "lib")
+    for name in _OPENMP_NAMES:
+        for path in sorted(glob.glob(os.path.join(lib_dir, name + "*.so*"))):
+            try:
+                return ctypes.CDLL(path)
+            except OSError:
+                continue
+    return None
+
+
+def find_openmp() -> ctypes.CDLL | None:
+    """PyTorch's OpenMP runtime with the GNU entry points, or None."""
+    import torch  # noqa: F401 - loads ATen's OpenMP runtime first
+
+    for find in (_loaded_openmp, _torch_openmp):
+        lib = find()
+        if lib is not None and all(hasattr(lib, s) for s in _GOMP_SYMBOLS):
+            return lib
+    return None
+
+
+RunChunks = Callable[[int, int, ctypes.Array[ctypes.c_int64], ctypes.Array[ctypes.c_int64]], None]
+
+
+@functools.cache
+def launcher() -> RunChunks | None:
+    """`fusec_run_chunks(kernel address, nslots, args, table)`, compiled once per
+    process; None where no OpenMP runtime is found or `FUSEC_NATIVE_PARALLEL=0`
+    (then the executor splits over its Python thread pool)."""
+    if os.environ.get("FUSEC_NATIVE_PARALLEL", "1") == "0":
+        return None
+    lib = find_openmp()
+    if lib is None:
+        return None
+    import llvmlite.binding as llvm
+    from fusec.llvm_jit import JitModule
+
+    for name in _GOMP_SYMBOLS:
+        llvm.add_symbol(name, ctypes.cast(getattr(lib, name), ctypes.c_void_p).value)
+    jit = JitModule(TRAMPOLINE_IR)
+    proto = ctypes.CFUNCTYPE(
+        None,
+        ctypes.c_void_p,
+        ctypes.c_int64,
+        ctypes.POINTER(ctypes.c_int64),
+        ctypes.POINTER(ctypes.c_int64),
+    )
+    run = proto(jit.address("fusec_run_chunks"))
+    run._fusec_jit = jit  # type: ignore[attr-defined]  # the code lives as long as the function
+    return run  # type: ignore[return-value]
+
+
+Chunks = Sequence[tuple[Sequence[tuple[int, int]], Sequence[tuple[int, int]]]]
+
+
+def chunk_table(template: Sequence[int], chunks: Chunks) -> ctypes.Array[ctypes.c_int64]:
+    """The flat patch table of a work split (see the module docstring): each
+    chunk's bounds (slot, value) and pointer shifts (slot, extra bytes) become
+    additions to the slots of `template` (the plan's packed arguments, where
+    bounds and sizes are already the whole range's)."""
+    slots = sorted({s for bounds, shifts in chunks for s, _ in (*bounds, *shifts)})
+    rows = []
+    for bounds, shifts in chunks:
+        delta = dict.fromkeys(slots, 0)
+        for s, value in bounds:
+            delta[s] += value - template[s]
+        for s, extra in shifts:
+            delta[s] += extra
+        rows.extend(delta[s] for s in slots)
+    values = [len(chunks), len(slots), *slots, *rows]
+    return (ctypes.c_int64 * len(values))(*values)
