@@ -40,7 +40,10 @@ WORKLOADS: dict[str, tuple[Callable[..., Any], Callable[[int], list[torch.Tensor
     "sqrt": (lambda x: torch.sqrt(x.abs()), lambda n: [torch.randn(n)]),
     "bias_gelu": (bias_gelu, lambda n: [torch.randn(n // 1024, 1024), torch.randn(1024)]),
     "chain8": (chain8, lambda n: [torch.randn(n), torch.randn(n)]),
-    "lstm_tail": (lstm_tail, lambda n: [torch.randn(n // 1024, 4096), torch.randn(n // 1024, 1024)]),
+    "lstm_tail": (
+        lstm_tail,
+        lambda n: [torch.randn(n // 1024, 4096), torch.randn(n // 1024, 1024)],
+    ),
 }
 
 
