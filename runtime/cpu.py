@@ -1,5 +1,7 @@
 """CPU executor: JIT a `KernelArtifact` once and call it through ctypes over all
-cores (ctypes releases the GIL, so threads run the kernel in parallel).
+cores: a call whose work pays for it is split into chunks that run on ATen's
+OpenMP threads through one native launch (`fusec.runtime.parallel_launch`; a
+Python thread pool where PyTorch has no OpenMP runtime).
 
 The per-call path is a dictionary lookup and a few pointer stores. Everything
 that follows from the inputs' sizes and strides is worked out once per layout
@@ -510,8 +512,9 @@ _ONE_CHUNK: Chunks = (((), ()),)
 
 _ALIGN = 16
 """Elements a split of the innermost dim keeps its bounds a multiple of: whole
-vectors for the kernel's vector loop, whole cache lines for each thread's
-stores (no line written by two threads)."""
+16-lane vectors for the kernel's vector loop (no scalar remainder in the middle
+of a row) and, for 4-byte and wider elements, no cache line of the output
+written by two threads."""
 
 
 def _chunk_count(elements: int, cost: float, launch_ns: float) -> int:
