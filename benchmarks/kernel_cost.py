@@ -111,7 +111,7 @@ def launch_costs(rounds: int) -> tuple[float, float]:
     native = float("nan")
     run = cpu.parallel_launch.launcher()
     if run is not None:
-        table = cpu.parallel_launch.chunk_table(plan.template, half)
+        table = cpu.parallel_launch.chunk_table(plan.template, half, 2)
         address = ctypes.cast(kernel._fn, ctypes.c_void_p).value
         native = wall_seconds(lambda: run(address, kernel._n_slots, args, table), rounds) - bare
     pool = wall_seconds(lambda: kernel._pool_parallel(args, half), rounds, 500) - bare

@@ -41,6 +41,10 @@ must hold at least twice this much work."""
 POOL_LAUNCH_NS = 50_000.0
 """The same for the Python thread pool (a future per chunk, the GIL hand-over:
 35-80 us measured)."""
+CHUNKS_PER_THREAD = 4
+"""Chunks per thread of a native split: its threads claim chunks as they come,
+so one that starts late (a busy machine) or runs slow leaves its share to the
+others instead of holding up the call."""
 _MAX_PLANS = 64
 """Layouts remembered per kernel; past that the oldest plan is dropped."""
 
@@ -405,14 +409,15 @@ class CpuKernel:
             for d in range(lrank):
                 plan_template[slot + 1 + d] = strides[k][d]
             slot += 1 + lrank
-        want = _chunk_count(math.prod(sizes), sig.cost, self._launch_ns)
+        threads = _chunk_count(math.prod(sizes), sig.cost, self._launch_ns)
+        want = threads * CHUNKS_PER_THREAD if self._native and threads > 1 else threads
         if reducing:  # [begin, end) ranges over the first kept dim
             chunks = _split_range(sig.parallel_extent(sizes), want)
         else:
             chunks = _split(sizes, strides, item, [p[0] for p in pointers], want)
-        launch = None
-        if len(chunks) > 1:
-            launch = parallel_launch.chunk_table(plan_template, chunks) if self._native else chunks
+        launch: Any = chunks if len(chunks) > 1 else None
+        if launch is not None and self._native:
+            launch = parallel_launch.chunk_table(plan_template, chunks, threads)
         plan = LaunchPlan(
             alloc_specs, result_index, tuple(pointers), plan_template, chunks, False, launch
         )

@@ -4,20 +4,23 @@ PyTorch's CPU build already holds (its `libgomp`), through one ctypes call.
 Handing a chunk to a Python thread pool costs tens of microseconds (a future, a
 wake-up, the GIL), more than a small kernel's whole run. Here a trampoline
 written in LLVM IR, JIT-compiled once per process, calls `GOMP_parallel`; each
-OpenMP thread copies the packed argument array into a buffer on its own stack,
-applies its chunk's patches and calls the kernel's `<name>.packed` entry:
+OpenMP thread of the team claims chunks from a shared counter (an atomic add),
+and for each copies the packed argument array into a buffer on its own stack,
+applies the chunk's patches and calls the kernel's `<name>.packed` entry:
 
     fusec_run_chunks(ptr kernel, i64 nslots, ptr args, ptr table)
 
 `table` is a flat `int64[]` built once per launch plan (`chunk_table`):
 
-    [nchunks, m, slot_0 .. slot_{m-1},   deltas of chunk 0 (m values), chunk 1, ...]
+    [nchunks, team, m, slot_0 .. slot_{m-1},   deltas of chunk 0 (m values), chunk 1, ...]
 
 chunk `k` runs with `args[slot_j] + delta[k][j]` for every j: the split's
 bounds, narrowed sizes and shifted base pointers are all additions to the slots
-the plan's template already holds. A team smaller than `nchunks` (a nested
-region, a thread limit) loops: thread t runs chunks t, t + team, ... so every
-chunk runs whatever the team size.
+the plan's template already holds. `team` threads are asked for; chunks are
+claimed, not assigned, so a thread that starts late (a busy machine) or a team
+smaller than asked for (a nested region, `OMP_THREAD_LIMIT`) leaves its chunks
+to the others rather than holding up the call, and there may be more chunks
+than threads to balance with.
 
 The threads are ATen's own (the same pool, so no oversubscription); ctypes
 releases the GIL for the call. Where no OpenMP runtime is loaded (a PyTorch
@@ -36,28 +39,29 @@ from collections.abc import Callable, Sequence
 _OPENMP_NAMES = ("libgomp", "libiomp5", "libomp")
 """OpenMP runtimes that export the GNU entry points (`GOMP_parallel`, ...)."""
 
-_GOMP_SYMBOLS = ("GOMP_parallel", "omp_get_thread_num", "omp_get_num_threads")
+_GOMP_SYMBOLS = ("GOMP_parallel",)
 
 TRAMPOLINE_IR = r"""
 declare void @GOMP_parallel(ptr, ptr, i32, i32)
-declare i32 @omp_get_thread_num()
-declare i32 @omp_get_num_threads()
 declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)
 
 define void @fusec_run_chunks(ptr %kernel, i64 %nslots, ptr %args, ptr %table) {
 entry:
-  %ctx = alloca [4 x ptr]
+  %ctx = alloca [5 x ptr]
   %c1 = getelementptr ptr, ptr %ctx, i64 1
   %c2 = getelementptr ptr, ptr %ctx, i64 2
   %c3 = getelementptr ptr, ptr %ctx, i64 3
+  %c4 = getelementptr ptr, ptr %ctx, i64 4
   %ns = inttoptr i64 %nslots to ptr
   store ptr %kernel, ptr %ctx
   store ptr %ns, ptr %c1
   store ptr %args, ptr %c2
   store ptr %table, ptr %c3
-  %n = load i64, ptr %table
-  %n32 = trunc i64 %n to i32
-  call void @GOMP_parallel(ptr @fusec_chunk_worker, ptr %ctx, i32 %n32, i32 0)
+  store i64 0, ptr %c4
+  %tp = getelementptr i64, ptr %table, i64 1
+  %team = load i64, ptr %tp
+  %team32 = trunc i64 %team to i32
+  call void @GOMP_parallel(ptr @fusec_chunk_worker, ptr %ctx, i32 %team32, i32 0)
   ret void
 }
 
@@ -66,26 +70,23 @@ entry:
   %c1 = getelementptr ptr, ptr %ctx, i64 1
   %c2 = getelementptr ptr, ptr %ctx, i64 2
   %c3 = getelementptr ptr, ptr %ctx, i64 3
+  %next = getelementptr ptr, ptr %ctx, i64 4
   %kernel = load ptr, ptr %ctx
   %nsp = load ptr, ptr %c1
   %nslots = ptrtoint ptr %nsp to i64
   %args = load ptr, ptr %c2
   %table = load ptr, ptr %c3
   %nchunks = load i64, ptr %table
-  %mp = getelementptr i64, ptr %table, i64 1
+  %mp = getelementptr i64, ptr %table, i64 2
   %m = load i64, ptr %mp
-  %slots = getelementptr i64, ptr %table, i64 2
+  %slots = getelementptr i64, ptr %table, i64 3
   %rows = getelementptr i64, ptr %slots, i64 %m
   %bytes = mul i64 %nslots, 8
   %buf = alloca i64, i64 %nslots, align 16
-  %tid32 = call i32 @omp_get_thread_num()
-  %team32 = call i32 @omp_get_num_threads()
-  %tid = sext i32 %tid32 to i64
-  %team = sext i32 %team32 to i64
   br label %chunk
 
 chunk:
-  %k = phi i64 [ %tid, %entry ], [ %knext, %patched ]
+  %k = atomicrmw add ptr %next, i64 1 monotonic
   %more = icmp slt i64 %k, %nchunks
   br i1 %more, label %copy, label %done
 
@@ -114,7 +115,6 @@ apply:
 
 patched:
   call void %kernel(ptr %buf)
-  %knext = add i64 %k, %team
   br label %chunk
 
 done:
@@ -207,11 +207,11 @@ def launcher() -> RunChunks | None:
 Chunks = Sequence[tuple[Sequence[tuple[int, int]], Sequence[tuple[int, int]]]]
 
 
-def chunk_table(template: Sequence[int], chunks: Chunks) -> ctypes.Array[ctypes.c_int64]:
-    """The flat patch table of a work split (see the module docstring): each
-    chunk's bounds (slot, value) and pointer shifts (slot, extra bytes) become
-    additions to the slots of `template` (the plan's packed arguments, where
-    bounds and sizes are already the whole range's)."""
+def chunk_table(template: Sequence[int], chunks: Chunks, team: int) -> ctypes.Array[ctypes.c_int64]:
+    """The flat patch table of a work split over `team` threads (see the module
+    docstring): each chunk's bounds (slot, value) and pointer shifts (slot, extra
+    bytes) become additions to the slots of `template` (the plan's packed
+    arguments, where bounds and sizes are already the whole range's)."""
     slots = sorted({s for bounds, shifts in chunks for s, _ in (*bounds, *shifts)})
     rows = []
     for bounds, shifts in chunks:
@@ -221,5 +221,5 @@ def chunk_table(template: Sequence[int], chunks: Chunks) -> ctypes.Array[ctypes.
         for s, extra in shifts:
             delta[s] += extra
         rows.extend(delta[s] for s in slots)
-    values = [len(chunks), len(slots), *slots, *rows]
+    values = [len(chunks), min(team, len(chunks)), len(slots), *slots, *rows]
     return (ctypes.c_int64 * len(values))(*values)

@@ -69,6 +69,7 @@ def test_split_over_threads_along_a_deeper_dim(monkeypatch, threads):
     monkeypatch.setattr(cpu, "num_threads", lambda: threads)
     monkeypatch.setattr(cpu, "NATIVE_LAUNCH_NS", 1.0)
     monkeypatch.setattr(cpu, "POOL_LAUNCH_NS", 1.0)
+    monkeypatch.setattr(cpu, "CHUNKS_PER_THREAD", 1)
     big = torch.randn(1, 3, 50000)
     x, y = big[:, :, :40000], torch.randn(40000)
     kernel = cpu.CpuKernel(build_kernel(make_group([x, y], lambda b, a, c: b.MulOp(a, c))))
@@ -85,6 +86,7 @@ def test_split_over_threads_along_dim_zero(monkeypatch):
     monkeypatch.setattr(cpu, "num_threads", lambda: 2)
     monkeypatch.setattr(cpu, "NATIVE_LAUNCH_NS", 1.0)
     monkeypatch.setattr(cpu, "POOL_LAUNCH_NS", 1.0)
+    monkeypatch.setattr(cpu, "CHUNKS_PER_THREAD", 1)
     x = torch.randn(64, 2048)[:, :1024]  # rows do not merge
     kernel = cpu.CpuKernel(build_kernel(make_group([x], lambda b, a: b.SigmoidOp(a))))
     (got,) = kernel([x])

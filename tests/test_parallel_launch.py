@@ -94,11 +94,12 @@ def test_range_split_of_a_reduction():
 def test_chunk_table_turns_bounds_and_shifts_into_additions():
     template = [0, 64, 64, 0, 1, 0, 1]
     chunks = ((((0, 0), (1, 32)), ()), (((0, 32), (1, 64)), ()))
-    assert list(parallel_launch.chunk_table(template, chunks)) == [2, 2, 0, 1, 0, -32, 32, 0]
+    table = list(parallel_launch.chunk_table(template, chunks, 8))
+    assert table == [2, 2, 2, 0, 1, 0, -32, 32, 0]  # a team of 8 for 2 chunks asks for 2
     template = [0, 1, 1, 0, 64, 0, 0, 0, 0, 0]  # slot 4: the size split; 3, 7: pointers
     chunks = ((((4, 40),), ((3, 0), (7, 0))), (((4, 24),), ((3, 160), (7, 320))))
-    table = list(parallel_launch.chunk_table(template, chunks))
-    assert table == [2, 3, 3, 4, 7, 0, 40 - 64, 0, 160, 24 - 64, 320]
+    table = list(parallel_launch.chunk_table(template, chunks, 1))
+    assert table == [2, 1, 3, 3, 4, 7, 0, 40 - 64, 0, 160, 24 - 64, 320]
 
 
 # ------------------------------------------------------------------ the work model
@@ -147,12 +148,17 @@ def split_everything(request, monkeypatch):
     return request.param
 
 
+def _threads(plan):
+    """The threads a split plan asks for (the native table's team, else a
+    thread per chunk)."""
+    return len(plan.chunks) if isinstance(plan.launch, tuple) else plan.launch[1]
+
+
 def _split_matches(kernel, inputs, want):
     """kernel(inputs) split over threads == its single-thread call == eager."""
     got = kernel(inputs)
     plans = [p for p in kernel._plans.values() if not p.empty]
-    assert plans and all(len(p.chunks) > 1 for p in plans)
-    assert (plans[0].launch is None) == (len(plans[0].chunks) == 1)
+    assert plans and all(len(p.chunks) > 1 and _threads(p) > 1 for p in plans)
     single = kernel._call_unplanned(inputs)
     for g, s, w in zip(got, single, want, strict=True):
         assert torch.equal(g, s)
@@ -164,8 +170,11 @@ def test_odd_sizes_not_divisible_by_the_threads(split_everything, n):
     x, y = torch.randn(n), torch.randn(n)
     kernel = _kernel([x, y], lambda b, p, q: b.MulOp(b.TanhOp(p), q))
     _split_matches(kernel, [x, y], [x.tanh() * y])
-    if split_everything == "native":
-        assert not isinstance(next(iter(kernel._plans.values())).launch, tuple)
+    (plan,) = kernel._plans.values()
+    assert _threads(plan) == min(3, n)
+    if split_everything == "native":  # chunks per thread, claimed as threads come
+        assert not isinstance(plan.launch, tuple)
+        assert len(plan.chunks) == min(3 * cpu.CHUNKS_PER_THREAD, n)
 
 
 @pytest.mark.parametrize(
@@ -206,7 +215,7 @@ def test_compiled_lstm_tail(split_everything):
         torch.testing.assert_close(got, want)
     assert f.launches_per_call == 1
     (kernel,) = cpu._loaded.values()
-    assert all(len(p.chunks) == 3 for p in kernel._plans.values())
+    assert all(_threads(p) == 3 for p in kernel._plans.values())
 
 
 def test_scalar_arguments_reach_every_chunk(split_everything):
@@ -218,7 +227,7 @@ def test_scalar_arguments_reach_every_chunk(split_everything):
     for s in (0.5, 2.0):
         torch.testing.assert_close(f(x, s), fn(x, s))
     (kernel,) = cpu._loaded.values()
-    assert all(len(p.chunks) == 3 for p in kernel._plans.values())
+    assert all(_threads(p) == 3 for p in kernel._plans.values())
 
 
 def test_integer_division_by_zero_under_the_split(split_everything):
@@ -231,7 +240,7 @@ def test_integer_division_by_zero_under_the_split(split_everything):
     assert torch.equal(f(a, b), fn(a, b))
     (kernel,) = cpu._loaded.values()
     (plan,) = kernel._plans.values()
-    assert len(plan.chunks) == 3
+    assert _threads(plan) == 3
     for where in (0, 500, 1000):  # in the first, middle and last chunk
         z = b.clone()
         z[where] = 0
@@ -251,7 +260,7 @@ def test_reduction_rows_split(split_everything):
     torch.testing.assert_close(f(x), fn(x))
     (kernel,) = cpu._loaded.values()
     (plan,) = kernel._plans.values()
-    assert len(plan.chunks) == 3 and all(shifts == () for _, shifts in plan.chunks)
+    assert _threads(plan) == 3 and all(shifts == () for _, shifts in plan.chunks)
 
 
 def test_empty_and_one_element_calls(split_everything):
@@ -299,7 +308,7 @@ _SMALL_TEAM = textwrap.dedent(
     kernel = cpu.CpuKernel(build_kernel(make_group([x], lambda b, p: b.TanhOp(p))))
     (got,) = kernel([x])
     (plan,) = kernel._plans.values()
-    assert len(plan.chunks) == 4
+    assert len(plan.chunks) == 4 * cpu.CHUNKS_PER_THREAD
     torch.testing.assert_close(got, x.tanh())
     print("ok")
     """
@@ -307,8 +316,8 @@ _SMALL_TEAM = textwrap.dedent(
 
 
 def test_a_team_smaller_than_the_chunks_runs_every_chunk(tmp_path):
-    """OMP_THREAD_LIMIT=1 gives `GOMP_parallel` a team of one for four chunks: the
-    trampoline's thread loops over all of them."""
+    """OMP_THREAD_LIMIT=1 gives `GOMP_parallel` a team of one where four threads
+    were asked for: that thread claims and runs every chunk."""
     if parallel_launch.launcher() is None:
         pytest.skip("no OpenMP runtime in this process")
     root = Path(__file__).resolve().parent.parent
