@@ -30,11 +30,16 @@ its Python thread pool.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import glob
+import itertools
+import logging
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+
+log = logging.getLogger("fusec")
 
 _OPENMP_NAMES = ("libgomp", "libiomp5", "libomp")
 """OpenMP runtimes that export the GNU entry points (`GOMP_parallel`, ...)."""
@@ -123,52 +128,44 @@ done:
 """
 
 
-def _loaded_openmp() -> ctypes.CDLL | None:
-    """The OpenMP runtime this process already has loaded (PyTorch's), if any:
-    found by path in the process's mappings, or by soname without loading a
-    second copy (`RTLD_NOLOAD`)."""
+def _loaded_openmp() -> Iterator[ctypes.CDLL]:
+    """The OpenMP runtimes this process already has loaded (PyTorch's): found by
+    path in the process's mappings, or by soname without loading a second copy
+    (`RTLD_NOLOAD`)."""
     try:
         with open("/proc/self/maps") as maps:
             paths = {line.split()[-1] for line in maps if "/" in line}
     except OSError:
         paths = set()
     for path in sorted(paths):
-        if any(os.path.basename(path).startswith(n) for n in _OPENMP_NAMES):
-            try:
-                return ctypes.CDLL(path)
-            except OSError:
-                continue
+        if os.path.basename(path).startswith(_OPENMP_NAMES):
+            with contextlib.suppress(OSError):
+                yield ctypes.CDLL(path)
     noload = getattr(os, "RTLD_NOLOAD", None)
     if noload is not None:
         for soname in ("libgomp.so.1", "libiomp5.so", "libomp.so"):
-            try:
-                return ctypes.CDLL(soname, mode=noload | os.RTLD_LAZY)
-            except OSError:
-                continue
-    return None
+            with contextlib.suppress(OSError):
+                yield ctypes.CDLL(soname, mode=noload | os.RTLD_LAZY)
 
 
-def _torch_openmp() -> ctypes.CDLL | None:
-    """The OpenMP runtime shipped next to PyTorch's libraries (`torch/lib`)."""
+def _torch_openmp() -> Iterator[ctypes.CDLL]:
+    """The OpenMP runtimes shipped next to PyTorch's libraries (`torch/lib`)."""
     import torch
 
     lib_dir = os.path.join(os.path.dirname(torch.__file__), "lib")
     for name in _OPENMP_NAMES:
         for path in sorted(glob.glob(os.path.join(lib_dir, name + "*.so*"))):
-            try:
-                return ctypes.CDLL(path)
-            except OSError:
-                continue
-    return None
+            with contextlib.suppress(OSError):
+                yield ctypes.CDLL(path)
 
 
 def find_openmp() -> ctypes.CDLL | None:
-    """PyTorch's OpenMP runtime with the GNU entry points, or None."""
+    """PyTorch's OpenMP runtime with the GNU entry points, or None: one already
+    loaded first, so that fusec's threads are ATen's and not a second pool."""
     import torch  # noqa: F401 - loads ATen's OpenMP runtime first
 
-    for find in (_loaded_openmp, _torch_openmp):
-        lib = find()
-        if lib is not None and all(hasattr(lib, s) for s in _GOMP_SYMBOLS):
+    for lib in itertools.chain(_loaded_openmp(), _torch_openmp()):
+        if all(hasattr(lib, s) for s in _GOMP_SYMBOLS):
             return lib
     return None
 
@@ -191,7 +188,11 @@ def launcher() -> RunChunks | None:
 
     for name in _GOMP_SYMBOLS:
         llvm.add_symbol(name, ctypes.cast(getattr(lib, name), ctypes.c_void_p).value)
-    jit = JitModule(TRAMPOLINE_IR)
+    try:
+        jit = JitModule(TRAMPOLINE_IR)
+    except (RuntimeError, OSError) as e:  # LLVM refused it: split on the thread pool
+        log.warning("fusec: native parallel launch unavailable (%s); using a thread pool", e)
+        return None
     proto = ctypes.CFUNCTYPE(
         None,
         ctypes.c_void_p,
