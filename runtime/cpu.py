@@ -524,12 +524,11 @@ written by two threads."""
 
 def _chunk_count(elements: int, cost: float, launch_ns: float) -> int:
     """How many threads a call's work is worth: its estimated time on one core
-    (`elements` x the kernel's `cost` per element) in chunks of at least twice
-    what a launch costs, so that splitting at least pays for itself; at most
-    `num_threads()`.
+    (`elements` x the kernel's `cost` per element) at least twice what a launch
+    costs per thread, so that splitting pays for itself; at most `num_threads()`.
 
-        2^14 elements x 0.4 ns (bias + GELU) = 6.6 us, native launch 5 us -> 1 chunk
-        2^16 elements x 0.4 ns               = 26 us                      -> 2 chunks
+        2^14 elements x 0.4 ns (bias + GELU) = 6.6 us, native launch 5 us -> 1 thread
+        2^16 elements x 0.4 ns               = 26 us                      -> 2 threads
         2^20 elements x 0.4 ns               = 420 us                     -> all threads
     """
     return max(1, min(num_threads(), int(elements * cost // (2 * launch_ns))))
