@@ -230,6 +230,20 @@ def test_scalar_arguments_reach_every_chunk(split_everything):
     assert all(_threads(p) == 3 for p in kernel._plans.values())
 
 
+def test_concat_exit_written_in_chunks(split_everything):
+    def fn(x, y):
+        a = torch.sigmoid(x) * y
+        return torch.cat([a, torch.tanh(a) + x], 1)
+
+    x, y = torch.randn(29, 301), torch.randn(29, 301)
+    f = fusec.compile(fn)
+    torch.testing.assert_close(f(x, y), fn(x, y))
+    assert f.launches_per_call == 1
+    (kernel,) = cpu._loaded.values()
+    assert kernel.signature.exits
+    assert all(_threads(p) == 3 for p in kernel._plans.values())
+
+
 def test_integer_division_by_zero_under_the_split(split_everything):
     def fn(a, b):
         return (a * 2) // b
