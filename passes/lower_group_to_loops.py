@@ -37,6 +37,7 @@ from fusec.dialects import aten
 from fusec.dialects import inference as inf
 from fusec.dialects.inference import BF16, BOOL, F16, F32, F64
 from fusec.passes.cpu_loop_nest import cpu_loops
+from fusec.passes.kernel_cost import element_cost
 from fusec.runtime.kernel_signature import CatExit, KernelSignature, OperandSpec, OutputSpec
 from xdsl.context import Context
 from xdsl.dialects import arith, builtin, func, llvm, memref, scf
@@ -748,6 +749,7 @@ def finish_kernel(
     kind-specific fields: exits, the zero-division flag, reduced dims); shared by
     the pointwise and the reduction builders."""
     e.add(func.ReturnOp())
+    cost = element_cost(e.ops)
     entry.add_ops(e.ops)
     fn = func.FuncOp(name, (arg_types, []), Region(entry))
     fn.attributes["fusion.kernel"] = UnitAttr()
@@ -758,6 +760,7 @@ def finish_kernel(
         scalars=tuple(plan.scalars),
         outputs=tuple(out_specs),
         target=target,
+        cost=cost,
         **extra,
     )
     return fn, sig

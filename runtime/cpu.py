@@ -1,5 +1,7 @@
 """CPU executor: JIT a `KernelArtifact` once and call it through ctypes over all
-cores (ctypes releases the GIL, so threads run the kernel in parallel).
+cores: a call whose work pays for it is split into chunks that run on ATen's
+OpenMP threads through one native launch (`fusec.runtime.parallel_launch`; a
+Python thread pool where PyTorch has no OpenMP runtime).
 
 The per-call path is a dictionary lookup and a few pointer stores. Everything
 that follows from the inputs' sizes and strides is worked out once per layout
@@ -28,12 +30,21 @@ from typing import Any
 
 import torch
 from fusec.llvm_jit import JitModule
+from fusec.runtime import parallel_launch
 from fusec.runtime.kernel_signature import KernelArtifact, KernelSignature
 from fusec.runtime.operands import broadcast_strides, prepare
 
-_MIN_PARALLEL_ELEMENTS = 1 << 15
-"""Below this many elements a kernel runs on the calling thread: handing work to
-the pool costs more than it saves."""
+NATIVE_LAUNCH_NS = 5_000.0
+"""What a parallel launch on the OpenMP threads costs, in ns (2-11 us measured
+by `benchmarks/kernel_cost.py` on a shared 2-core VM); each chunk of a split
+must hold at least twice this much work."""
+POOL_LAUNCH_NS = 50_000.0
+"""The same for the Python thread pool (a future per chunk, the GIL hand-over:
+35-80 us measured)."""
+CHUNKS_PER_THREAD = 4
+"""Chunks per thread of a native split: its threads claim chunks as they come,
+so one that starts late (a busy machine) or runs slow leaves its share to the
+others instead of holding up the call."""
 _MAX_PLANS = 64
 """Layouts remembered per kernel; past that the oldest plan is dropped."""
 
@@ -137,7 +148,10 @@ class LaunchPlan:
     get a data pointer: (slot, source, byte offset) where source `i >= 0` is
     input `i` and `-1 - j` is allocation `j`. `template` holds every other slot.
     `chunks` is the work split: per thread, (slot, value) patches (bounds of the
-    split dim) and (pointer slot, extra byte offset) patches."""
+    split dim) and (pointer slot, extra byte offset) patches. `launch` is what
+    the kernel's parallel launch takes for them: the native launcher's flat
+    patch table (`parallel_launch.chunk_table`), or `chunks` itself for the
+    thread pool; None when there is one chunk."""
 
     allocs: tuple[tuple[tuple[int, ...], torch.dtype], ...]
     results: tuple[int, ...]
@@ -145,6 +159,7 @@ class LaunchPlan:
     template: Any
     chunks: tuple[tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]], ...]
     empty: bool
+    launch: Any = None
 
 
 class CpuKernel:
@@ -156,7 +171,8 @@ class CpuKernel:
         code = artifact.code.decode()
         self._jit = JitModule(code + "\n" + packed_entry_ir(artifact.name, sig))
         proto = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-        self._fn = proto(self._jit.address(artifact.name + ".packed"))
+        address = self._jit.address(artifact.name + ".packed")
+        self._fn = proto(address)
         lrank = sig.loop_rank
         self._n_mems = len(sig.operands) + len(sig.outputs)
         self._n_slots = 2 + lrank + self._n_mems * (1 + lrank) + len(sig.scalars)
@@ -166,6 +182,16 @@ class CpuKernel:
             self._flag_slot = self._n_slots
             self._n_slots += 1
         self._array = ctypes.c_int64 * self._n_slots
+        run_chunks = parallel_launch.launcher()
+        self._native = run_chunks is not None
+        self._launch_ns = NATIVE_LAUNCH_NS if self._native else POOL_LAUNCH_NS
+        self._parallel: Any = (
+            functools.partial(run_chunks, address, self._n_slots)
+            if run_chunks is not None
+            else self._pool_parallel
+        )
+        """`parallel(args, plan.launch)`: runs a split call, on the OpenMP threads
+        through the native launcher, else on the Python thread pool."""
         self._doubles = ctypes.c_double * self._n_slots
         first_scalar = 2 + lrank + self._n_mems * (1 + lrank)
         self._scalar_slots = tuple(
@@ -219,10 +245,10 @@ class CpuKernel:
         if self._scalar_slots:
             self._put_scalars(args, inputs)
         flag = self._flag(args)
-        if len(plan.chunks) == 1:
+        if plan.launch is None:
             self._fn(args)
         else:
-            self._parallel(args, plan.chunks)
+            self._parallel(args, plan.launch)
         _check_zero_division(flag)
         return results
 
@@ -234,7 +260,8 @@ class CpuKernel:
         args[self._flag_slot] = ctypes.addressof(flag)
         return flag
 
-    def _parallel(self, args: Any, chunks: Sequence[Any]) -> None:
+    def _pool_parallel(self, args: Any, chunks: Sequence[Any]) -> None:
+        """A split call over the Python thread pool (no OpenMP runtime found)."""
         calls = []
         for bounds, shifts in chunks:
             a = self._array.from_buffer_copy(args)
@@ -426,11 +453,18 @@ class CpuKernel:
             for d in range(lrank):
                 plan_template[slot + 1 + d] = strides[k][d]
             slot += 1 + lrank
+        threads = _chunk_count(math.prod(sizes), sig.cost, self._launch_ns)
+        want = threads * CHUNKS_PER_THREAD if self._native and threads > 1 else threads
         if reducing:  # [begin, end) ranges over the first kept dim
-            chunks = _split_range(sig.parallel_extent(sizes), math.prod(sizes))
+            chunks = _split_range(sig.parallel_extent(sizes), want)
         else:
-            chunks = _split(sizes, strides, item, [p[0] for p in pointers])
-        plan = LaunchPlan(alloc_specs, result_index, tuple(pointers), plan_template, chunks, False)
+            chunks = _split(sizes, strides, item, [p[0] for p in pointers], want)
+        launch: Any = chunks if len(chunks) > 1 else None
+        if launch is not None and self._native:
+            launch = parallel_launch.chunk_table(plan_template, chunks, threads)
+        plan = LaunchPlan(
+            alloc_specs, result_index, tuple(pointers), plan_template, chunks, False, launch
+        )
         self._remember(key, plan)
         return plan
 
@@ -465,7 +499,7 @@ class CpuKernel:
             *(x for shape, _ in plan.allocs for x in (shape, _contiguous_strides(shape))),
             *(offset for _, _, offset in plan.pointers),
             plan.template,
-            None if len(plan.chunks) == 1 else plan.chunks,
+            plan.launch,
         )
         if not self._generated:
             self._generated = True
@@ -575,16 +609,49 @@ def _coalesce(sizes: list[int], strides: list[list[int]]) -> None:
             s[d] = 0
 
 
-def _split_range(
-    n: int, total: int
-) -> tuple[tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]], ...]:
+Chunks = tuple[tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]], ...]
+
+_ONE_CHUNK: Chunks = (((), ()),)
+
+_ALIGN = 16
+"""Elements a split of the innermost dim keeps its bounds a multiple of: whole
+16-lane vectors for the kernel's vector loop (no scalar remainder in the middle
+of a row) and, for 4-byte and wider elements, no cache line of the output
+written by two threads."""
+
+
+def _chunk_count(elements: int, cost: float, launch_ns: float) -> int:
+    """How many threads a call's work is worth: its estimated time on one core
+    (`elements` x the kernel's `cost` per element) at least twice what a launch
+    costs per thread, so that splitting pays for itself; at most `num_threads()`.
+
+        2^14 elements x 0.4 ns (bias + GELU) = 6.6 us, native launch 5 us -> 1 thread
+        2^16 elements x 0.4 ns               = 26 us                      -> 2 threads
+        2^20 elements x 0.4 ns               = 420 us                     -> all threads
+    """
+    return max(1, min(num_threads(), int(elements * cost // (2 * launch_ns))))
+
+
+def _split_range(n: int, want: int) -> Chunks:
     """The work split over threads through the kernel's [begin, end) arguments
     alone, over a range of `n` (a reduction kernel's first kept dim)."""
-    chunks = min(num_threads(), n)
-    if chunks <= 1 or total < _MIN_PARALLEL_ELEMENTS:
-        return (((), ()),)
+    chunks = min(want, n)
+    if chunks <= 1:
+        return _ONE_CHUNK
     bounds = [n * k // chunks for k in range(chunks + 1)]
     return tuple((((0, bounds[k]), (1, bounds[k + 1])), ()) for k in range(chunks))
+
+
+def _split_dim(sizes: Sequence[int], want: int) -> int:
+    """The dim a split of `want` chunks narrows: the outermost one that divides
+    into `want` near-equal parts (its size a multiple of `want`, or at least
+    8 x `want`, so no chunk is more than 1/8 bigger than another), else the
+    largest one. Any dim will do: the kernel loops over the others in full, so
+    the chunks are blocks of the index space whatever their position."""
+    for d, n in enumerate(sizes):
+        if n > 1 and (n % want == 0 or n >= 8 * want):
+            return d
+    return max(range(len(sizes)), key=lambda d: (sizes[d], -d))
 
 
 def _split(
@@ -592,18 +659,27 @@ def _split(
     strides: Sequence[Sequence[int]],
     item: Sequence[int],
     ptr_slots: list[int],
-) -> tuple[tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]], ...]:
-    """The work split over threads: along the outermost dim bigger than 1 (all
-    dims before it are 1, so that dim's range is the whole work). Dim 0 splits
-    through the kernel's [begin, end) arguments, a deeper dim by narrowing its
-    size and moving every tensor's base pointer."""
-    total = math.prod(sizes)
-    d = next((d for d, n in enumerate(sizes) if n > 1), 0)
+    want: int,
+) -> Chunks:
+    """The work split over `want` threads (fewer if the chosen dim is smaller),
+    along the dim `_split_dim` picks: dim 0 through the kernel's [begin, end)
+    arguments, a deeper dim by narrowing its size and moving every tensor's base
+    pointer. A split of the innermost dim keeps bounds on `_ALIGN` elements.
+
+        [1, 2^20] (merged), 2 threads  -> dim 1: sizes 2^19 each, pointers + 2^19 x stride
+        [2, 2^20] (sliced), 2 threads  -> dim 0: [0, 1) and [1, 2)
+        [3, 2^20], 2 threads           -> dim 1 (3 rows would split 2 : 1)
+    """
+    if want <= 1 or math.prod(sizes) <= 1:
+        return _ONE_CHUNK
+    d = _split_dim(sizes, want)
     n = sizes[d]
-    chunks = min(num_threads(), n)
-    if chunks <= 1 or total < _MIN_PARALLEL_ELEMENTS:
-        return (((), ()),)
-    bounds = [n * k // chunks for k in range(chunks + 1)]
+    chunks = min(want, n)
+    if chunks <= 1:
+        return _ONE_CHUNK
+    align = _ALIGN if d == len(sizes) - 1 and n >= _ALIGN * chunks else 1
+    bounds = [min(n, (n * k // chunks + align - 1) // align * align) for k in range(chunks)]
+    bounds.append(n)
     out = []
     for k in range(chunks):
         lo, hi = bounds[k], bounds[k + 1]

@@ -102,6 +102,10 @@ class KernelSignature:
     traps (it divides by 1 instead); the host raises eager's
     `RuntimeError: ZeroDivisionError` when the byte is set (on nvptx a `.u64`
     device pointer, the last parameter)."""
+    cost: float = 1.0
+    """Estimated nanoseconds of work per index-space element on one core
+    (`fusec.passes.kernel_cost`): the CPU executor splits a call over threads
+    only when its work pays for the launch."""
 
     @property
     def loop_rank(self) -> int:

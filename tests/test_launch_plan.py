@@ -63,9 +63,13 @@ def test_one_kernel_serves_several_layouts():
 
 @pytest.mark.parametrize("threads", [2, 3])
 def test_split_over_threads_along_a_deeper_dim(monkeypatch, threads):
-    # Dim 0 is 1: the split must narrow the first dim that is bigger than 1 and
-    # move the base pointers, not split dim 0 into nothing.
+    # Dim 0 is 1: the split must narrow a dim that is bigger than 1 and move the
+    # base pointers, not split dim 0 into nothing. Dim 1 (3) splits evenly over 3
+    # threads; over 2 it would split 2 : 1, so the innermost dim splits instead.
     monkeypatch.setattr(cpu, "num_threads", lambda: threads)
+    monkeypatch.setattr(cpu, "NATIVE_LAUNCH_NS", 1.0)
+    monkeypatch.setattr(cpu, "POOL_LAUNCH_NS", 1.0)
+    monkeypatch.setattr(cpu, "CHUNKS_PER_THREAD", 1)
     big = torch.randn(1, 3, 50000)
     x, y = big[:, :, :40000], torch.randn(40000)
     kernel = cpu.CpuKernel(build_kernel(make_group([x, y], lambda b, a, c: b.MulOp(a, c))))
@@ -74,11 +78,15 @@ def test_split_over_threads_along_a_deeper_dim(monkeypatch, threads):
     plan = _only_plan(kernel)
     assert len(plan.chunks) == threads
     bounds, shifts = plan.chunks[1]
-    assert bounds == ((2 + 1, 1 if threads == 3 else 2),) and shifts
+    assert bounds == ((2 + 1, 1),) if threads == 3 else ((2 + 2, 20000),)
+    assert shifts
 
 
 def test_split_over_threads_along_dim_zero(monkeypatch):
     monkeypatch.setattr(cpu, "num_threads", lambda: 2)
+    monkeypatch.setattr(cpu, "NATIVE_LAUNCH_NS", 1.0)
+    monkeypatch.setattr(cpu, "POOL_LAUNCH_NS", 1.0)
+    monkeypatch.setattr(cpu, "CHUNKS_PER_THREAD", 1)
     x = torch.randn(64, 2048)[:, :1024]  # rows do not merge
     kernel = cpu.CpuKernel(build_kernel(make_group([x], lambda b, a: b.SigmoidOp(a))))
     (got,) = kernel([x])

@@ -1,0 +1,99 @@
+"""The estimated work of a loop-level kernel per element of its index space, in
+nanoseconds on one core: what the CPU executor weighs against the cost of a
+parallel launch to decide how many threads a call is worth
+(`KernelSignature.cost`).
+
+The weights are per op of the loop body, fitted to single-thread runs of
+vectorized kernels whose data sit in the caches (`benchmarks/kernel_cost.py`
+prints estimate and measurement side by side): loads and stores dominate plain
+arithmetic, and a transcendental (a polynomial of a dozen or more vector ops
+once `convert-math-to-llvm` expands it) costs the most.
+
+    %x = memref.load ...        0.06
+    %e = math.exp %x            0.3
+    %y = arith.mulf %e, %x      0.004
+    memref.store %y, ...        0.06     -> cost 0.424 ns per element
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from xdsl.dialects import arith, memref
+from xdsl.dialects import math as mathd
+from xdsl.ir import Operation
+
+_MEMORY = 0.06
+"""A load or a store of a vectorized loop, its data in the caches: the split is
+decided around the sizes where it is (2^14-2^18 elements); past them, work is
+plenty for every thread anyway."""
+_SIMPLE = 0.004
+"""Add, multiply, compare, select, cast, index arithmetic: a fraction of a
+vector op per element."""
+_DIVIDE = 0.01
+_TRANSCENDENTAL = {
+    "math.exp": 0.3,
+    "math.expm1": 0.25,
+    "math.log": 0.3,
+    "math.log1p": 0.3,
+    "math.tanh": 0.5,
+    "math.erf": 0.12,
+    "math.sin": 0.45,
+    "math.cos": 0.45,
+    "math.powf": 0.6,
+    "math.sqrt": 0.01,
+    "math.rsqrt": 0.01,
+}
+_OTHER_MATH = 0.3
+"""A math op not listed: priced like an average transcendental."""
+
+_MATH_CHEAP = (
+    mathd.AbsFOp,
+    mathd.AbsIOp,
+    mathd.CeilOp,
+    mathd.CopySignOp,
+    mathd.FloorOp,
+    mathd.FmaOp,
+    mathd.RoundOp,
+    mathd.RoundEvenOp,
+    mathd.TruncOp,
+)
+_DIVISIONS = (
+    arith.DivfOp,
+    arith.DivSIOp,
+    arith.DivUIOp,
+    arith.RemSIOp,
+    arith.RemUIOp,
+    arith.FloorDivSIOp,
+    arith.CeilDivSIOp,
+    arith.CeilDivUIOp,
+)
+
+
+def op_cost(op: Operation) -> float:
+    """The estimated nanoseconds per element of one loop-body op (0 for ops
+    that do no per-element work: loops, yields, constants)."""
+    if isinstance(op, memref.LoadOp | memref.StoreOp):
+        return _MEMORY
+    if isinstance(op, arith.ConstantOp):
+        return 0.0
+    if isinstance(op, _DIVISIONS):
+        return _DIVIDE
+    if isinstance(op, _MATH_CHEAP):
+        return _SIMPLE
+    if op.dialect_name() == "math":
+        return _TRANSCENDENTAL.get(op.name, _OTHER_MATH)
+    if op.dialect_name() == "arith":
+        return _SIMPLE
+    return 0.0
+
+
+def element_cost(ops: Iterable[Operation]) -> float:
+    """The estimated nanoseconds per index-space element of a kernel whose
+    top-level ops are `ops` (the loop nest): every op nested in them counts
+    once, as the innermost loop runs each about once per element."""
+    total = 0.0
+    for top in ops:
+        for op in top.walk():
+            total += op_cost(op)
+    return max(total, _SIMPLE)
