@@ -19,6 +19,7 @@ which unpacks it: one ctypes argument instead of dozens.
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import functools
 import math
 import os
@@ -479,7 +480,11 @@ class CpuKernel:
                 return
             variant = self.tiled_variant()
             self.tiled_variant = None  # one try
-            if variant is None or variant.signature != self.signature:
+            # The variant's cost counts its tile copies and both nests; the split
+            # keeps this kernel's per-element estimate.
+            if variant is None or variant.signature != dataclasses.replace(
+                self.signature, cost=variant.signature.cost
+            ):
                 return
             self._tiled = variant  # keeps its code alive
             entry = variant._jit.address(variant.artifact.name + ".packed")
