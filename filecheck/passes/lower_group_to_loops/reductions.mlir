@@ -31,25 +31,23 @@ func.func @softmax(%x: tensor<4x8xf16>) -> tensor<4x8xf16> attributes {fusion.ke
 // share one nest over dim 0 (an accumulator each), within the threads' [begin,
 // end); row outputs are stored once per column, full outputs in the last nest.
 // Where every tensor's columns are contiguous (stride 1 along dim 1, checked at
-// run time) the lanes sit at constant distances (vector loads): blocks of 32
-// columns, then of 8; otherwise blocks of 8 strided lanes. The columns left over
-// run one at a time.
+// run time) the lanes sit at constant distances (vector loads), in blocks of 16
+// columns; otherwise blocks of 8 strided lanes. The columns left over run one at
+// a time.
 // CHECK-LABEL: func.func @bias_grad(
 // CHECK-SAME:    %[[B:[0-9]+]]: index, %[[E:[0-9]+]]: index, %[[N0:[0-9]+]]: index, %[[N1:[0-9]+]]: index, %{{[0-9]+}}: memref<?xf32>, %{{[0-9]+}}: index, %[[GS:[0-9]+]]: index,
 // CHECK:         arith.cmpi eq, %[[GS]], %{{.*}} : index
 // CHECK:         scf.if %{{.*}} {
-// CHECK:           scf.for %{{.*}} = %[[B]] to %[[MID32:.*]] step %{{.*}} {
+// CHECK:           scf.for %{{.*}} = %[[B]] to %[[MID16:.*]] step %{{.*}} {
 // CHECK:             %[[G0:.*]] = arith.addi %{{.*}}, %{{.*}} : index
 // CHECK:             %[[K1:.*]] = arith.constant 1 : index
 // CHECK-NEXT:        arith.addi %[[G0]], %[[K1]] : index
-// CHECK:             %[[S32:[0-9]+]], {{.*}} = scf.for %{{.*}} = %{{.*}} to %[[N0]] step %{{.*}} iter_args({{.*}}) -> ({{(f32, )+}}f32) {
-// CHECK:             memref.store %[[S32]]
-// CHECK-COUNT-31:    memref.store
+// CHECK:             %[[S16:[0-9]+]], {{.*}} = scf.for %{{.*}} = %{{.*}} to %[[N0]] step %{{.*}} iter_args({{.*}}) -> ({{(f32, )+}}f32) {
+// CHECK:             memref.store %[[S16]]
+// CHECK-COUNT-15:    memref.store
 // CHECK:             scf.for %{{.*}} = %{{.*}} to %[[N0]]
-// CHECK-COUNT-32:      memref.store
-// CHECK:           scf.for %{{.*}} = %[[MID32]] to %[[MID8:.*]] step %{{.*}} {
-// CHECK:             scf.for %{{.*}} = %{{.*}} to %[[N0]] step %{{.*}} iter_args({{.*}}) -> ({{(f32, )+}}f32) {
-// CHECK:           scf.for %{{.*}} = %[[MID8]] to %[[E]] step %{{.*}} {
+// CHECK-COUNT-16:      memref.store
+// CHECK:           scf.for %{{.*}} = %[[MID16]] to %[[E]] step %{{.*}} {
 // CHECK:             scf.for %{{.*}} = %{{.*}} to %[[N0]] step %{{.*}} iter_args({{.*}}) -> (f32) {
 // CHECK:         } else {
 // CHECK:           scf.for %[[J:.*]] = %[[B]] to %[[MID:.*]] step %{{.*}} {
