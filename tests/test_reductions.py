@@ -342,6 +342,24 @@ def test_layer_norm_backward_fuses():
     check(back, [g, x, mean, rstd, w, b], launches=2)
 
 
+def test_layer_norm_backward_without_the_input_gradient_fuses():
+    """`output_mask` [False, True, True] (a first layer norm, whose input needs no
+    gradient): PyTorch returns None for the input gradient, and the weight and
+    bias gradients still fuse (one group) instead of running as an opaque op."""
+    torch.manual_seed(15)
+    x, g, w, b = torch.randn(2, 8, 64), torch.randn(2, 8, 64), torch.randn(64), torch.randn(64)
+    _, mean, rstd = torch.native_layer_norm(x, [64], w, b, 1e-5)
+
+    def back(g, x, mean, rstd, w, b):
+        _, gw, gb = torch.ops.aten.native_layer_norm_backward(
+            g, x, [64], mean, rstd, w, b, [False, True, True]
+        )
+        return gw, gb
+
+    f = check(back, [g, x, mean, rstd, w, b], launches=1)
+    assert "aten.opaque" not in f.ir(), f.ir()
+
+
 def test_column_reductions_in_blocks_and_remainders():
     """Reductions whose innermost dim is kept run 16 columns per nest where the
     columns are contiguous (8 where strided), then the rest one by one:
