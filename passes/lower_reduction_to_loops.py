@@ -70,6 +70,9 @@ from xdsl.utils.exceptions import DiagnosticException
 INDEX = IndexType()
 BLOCK = 8
 """Kept columns that share a reduction nest when the innermost dim is kept."""
+MAX_VERSIONED_LOADS = 256
+"""Tensors times `WIDE_BLOCK` lanes above which a column reduction gets no
+contiguous-columns version (compile time)."""
 WIDE_BLOCK = 16
 """The same when those columns are contiguous in every tensor: vector loads, and
 more accumulators in flight. (32 measured about 20% faster on a layer norm's
@@ -421,7 +424,11 @@ def build_reduction_kernel(
         # loads lane by lane.
         moving = [k for k, (_, strides) in enumerate(mems) if strides[d] is not c0]
         unit: SSAValue | None = None
-        for k in moving:
+        # Each lane is a copy of the body: with many tensors (an LSTM's 50 bias
+        # gradients in one group) a second, wider version multiplied LLVM's time
+        # several fold, so those keep the one strided version.
+        versioned = len(mems) * WIDE_BLOCK <= MAX_VERSIONED_LOADS
+        for k in moving if versioned else []:
             one = pe.add(arith.CmpiOp(mems[k][1][d], c1, "eq"))
             unit = one if unit is None else pe.add(arith.AndIOp(unit, one))
 
@@ -459,8 +466,8 @@ def build_reduction_kernel(
             for width in widths:
                 start = block_loop(ops, start, width, contiguous)
 
-        if unit is None:  # every tensor is broadcast along the columns
-            blocks(pe.ops, (BLOCK, 1), contiguous=True)
+        if unit is None:  # every tensor is broadcast along the columns, or too many
+            blocks(pe.ops, (BLOCK, 1), contiguous=versioned)
         else:
             versions: list[list[Operation]] = [[], []]
             blocks(versions[0], (WIDE_BLOCK, 1), contiguous=True)
