@@ -1,19 +1,30 @@
-"""Training steps: eager PyTorch vs torch.compile (Inductor) vs fusec, in one run.
+"""Model-level workloads: eager PyTorch vs torch.compile (Inductor) vs fusec, in one run.
 
-    python benchmarks/training.py [--rounds 10] [--no-inductor] [--models lstm,mlp,gpt2]
+    python benchmarks/training.py [--rounds 10] [--no-inductor] [--no-iree]
+                                  [--models lstm,mlp,gpt2] [--modes train,infer]
+                                  [--threads N] [--cpu-time]
 
-One step is zero_grad, forward, loss, backward and an SGD step (float32, CPU).
-The three variants of a model step in turn, round after round, and each time is
-the median over the rounds, so load from other processes hits all three alike.
+Two tables. Training: one step is zero_grad, forward, loss, backward and an SGD
+step. Inference: one forward under `torch.no_grad()`, where IREE's CPU backend
+(`torch.compile(backend="turbine_cpu")`, from the optional `bench` extra, as in
+`compile_bench.py`) is a column too when installed. float32, CPU.
+The variants of a model step in turn, round after round, and each time is
+the median over the rounds, so load from other processes hits all alike;
+`f/e` and `f/i` are fusec's time over eager's and Inductor's (below 1: fusec
+is faster). `--threads N` runs torch and fusec on N threads; `--cpu-time`
+times with the process's CPU time (sums the threads' time: on a loaded machine,
+with `--threads 1`, it leaves out the time spent waiting for a core).
 Workloads: the seeds' LSTM (the usual cell unrolled over T=50 steps, H=256,
 batch 32), an MLP (512-1024-1024-10, batch 256) and a GPT-2-style block (dim 256,
 4 heads, batch 8, sequence 128); the models are those of the training tests
 (`tests/training_models.py`). Each compiled model is checked against eager on its
-first step (loss and gradients). Kernels: Inductor's generated kernels in the
-forward and the backward graph (`torch._inductor.metrics.generated_kernel_count`
-across the first forward and the first backward, Inductor's caches off); fusec's fused kernels launched
-per call of its forward and backward graphs; `kernels_compiled` is fusec's kernel
-cache count (kernels shared between graphs or time steps count once).
+first step (loss and gradients; for inference, the outputs). Kernels: Inductor's
+generated kernels in the forward and the backward graph
+(`torch._inductor.metrics.generated_kernel_count` across the first forward and
+the first backward, Inductor's caches off); fusec's fused kernels launched per
+call of its forward and backward graphs (`k`: of its inference graphs);
+`kernels_compiled` is fusec's kernel cache count (kernels shared between graphs
+or time steps count once).
 """
 
 from __future__ import annotations
@@ -54,19 +65,30 @@ def step_fn(model: torch.nn.Module, forward: Callable[..., Any], inputs: tuple, 
     return step
 
 
+CLOCK: Callable[[], float] = time.perf_counter
+
+
 def bench(steps: dict[str, Callable[[], Any]], rounds: int) -> dict[str, float]:
-    """Median seconds per training step of each variant, timed in turn (after
-    two warm-up steps each)."""
+    """Median seconds per step of each variant, timed in turn (after two
+    warm-up steps each)."""
     for step in steps.values():
         step()
         step()
     times: dict[str, list[float]] = {name: [] for name in steps}
     for _ in range(rounds):
         for name, step in steps.items():
-            t0 = time.perf_counter()
+            t0 = CLOCK()
             step()
-            times[name].append(time.perf_counter() - t0)
+            times[name].append(CLOCK() - t0)
     return {name: statistics.median(t) for name, t in times.items()}
+
+
+def no_grad_step(forward: Callable[..., Any], inputs: tuple) -> Callable[[], Any]:
+    def step() -> Any:
+        with torch.no_grad():
+            return forward(*inputs)
+
+    return step
 
 
 def first_step(model: torch.nn.Module, forward: Callable[..., Any], inputs: tuple, loss_fn: Any):
@@ -113,23 +135,20 @@ def fusec_kernels(model: torch.nn.Module, inputs: tuple, loss_fn: Any) -> tuple[
     return forward, fw, bw, compile_s
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rounds", type=int, default=10, help="timed training steps per variant")
-    ap.add_argument("--no-inductor", action="store_true")
-    ap.add_argument("--models", default="lstm,mlp,gpt2")
-    opts = ap.parse_args()
-    print(
-        f"torch {torch.__version__}, {torch.get_num_threads()} threads, fusec {fusec.__version__}"
-    )
+def ratios(t: dict[str, float]) -> str:
+    """`f/e` and `f/i` cells."""
+    fi = t["fusec"] / t["inductor"] if "inductor" in t else float("nan")
+    return f"{t['fusec'] / t['eager']:5.2f} {fi:5.2f}"
+
+
+def train_table(models: list[str], rounds: int, inductor: bool) -> None:
     header = (
         f"{'model':6} | {'eager ms':>9} | {'inductor ms':>11} {'fw k':>5} {'bw k':>5} "
         f"{'compile s':>9} | {'fusec ms':>9} {'fw k':>5} {'bw k':>5} {'compile s':>9} "
-        f"{'kernels_compiled':>16}"
+        f"{'kernels_compiled':>16} | {'f/e':>5} {'f/i':>5}"
     )
-    print(header)
-    print("-" * len(header))
-    for name in opts.models.split(","):
+    print(f"training step\n{header}\n{'-' * len(header)}")
+    for name in models:
         torch.manual_seed(0)
         model, inputs, loss_fn = WORKLOADS[name]()
         want = first_step(model, model, inputs, loss_fn)
@@ -137,7 +156,7 @@ def main() -> None:
         steps = {"eager": step_fn(eager_model, eager_model, inputs, loss_fn)}
 
         ind_cells = f"{'-':>11} {'-':>5} {'-':>5} {'-':>9}"
-        if not opts.no_inductor:
+        if inductor:
             m = copy.deepcopy(model)
             forward, ind_fw, ind_bw, ind_cs = inductor_kernels(m, inputs, loss_fn)
             check(first_step(m, forward, inputs, loss_fn), want)
@@ -150,14 +169,106 @@ def main() -> None:
         compiled = fusec.cache_stats()["kernels_compiled"] - before
         steps["fusec"] = step_fn(m, forward, inputs, loss_fn)
 
-        t = bench(steps, opts.rounds)
-        if not opts.no_inductor:
+        t = bench(steps, rounds)
+        if inductor:
             ind_cells = f"{t['inductor'] * 1e3:11.2f} {ind_fw:5d} {ind_bw:5d} {ind_cs:9.1f}"
         print(
             f"{name:6} | {t['eager'] * 1e3:9.2f} | {ind_cells} | {t['fusec'] * 1e3:9.2f} "
-            f"{fw:5d} {bw:5d} {cs:9.1f} {compiled:16d}",
+            f"{fw:5d} {bw:5d} {cs:9.1f} {compiled:16d} | {ratios(t)}",
             flush=True,
         )
+
+
+def compiled_inference(
+    model: torch.nn.Module, inputs: tuple, want: Any, backend: str
+) -> tuple[Callable[[], Any], float]:
+    """(the no-grad step of `torch.compile(model, backend=...)`, first-call s),
+    its first output checked against eager's."""
+    torch._dynamo.reset()
+    step = no_grad_step(torch.compile(model, backend=backend), inputs)
+    t0 = time.perf_counter()
+    got = step()
+    compile_s = time.perf_counter() - t0
+    torch.testing.assert_close(got, want, rtol=1e-3, atol=1e-4)
+    return step, compile_s
+
+
+def infer_table(models: list[str], rounds: int, inductor: bool, iree: str | None) -> None:
+    header = (
+        f"{'model':6} | {'eager ms':>9} | {'inductor ms':>11} {'compile s':>9} | "
+        f"{'iree ms':>9} {'compile s':>9} | {'fusec ms':>9} {'k':>4} {'compile s':>9} | "
+        f"{'f/e':>5} {'f/i':>5}"
+    )
+    print(f"inference (no_grad forward)\n{header}\n{'-' * len(header)}")
+    for name in models:
+        torch.manual_seed(0)
+        model, inputs, _ = WORKLOADS[name]()
+        model.eval()
+        steps = {"eager": no_grad_step(model, inputs)}
+        want = steps["eager"]()
+        cells = {"inductor": f"{'-':>11} {'-':>9}", "iree": f"{'-':>9} {'-':>9}"}
+        compile_s: dict[str, float] = {}
+        if inductor:
+            steps["inductor"], compile_s["inductor"] = compiled_inference(
+                model, inputs, want, "inductor"
+            )
+        if iree:
+            try:
+                steps["iree"], compile_s["iree"] = compiled_inference(model, inputs, want, iree)
+            except Exception as e:  # noqa: BLE001 - a peer's failure is reported, not fatal
+                cells["iree"] = f"{'failed':>9} {'-':>9}"
+                print(f"  (IREE failed on {name}: {type(e).__name__}: {str(e)[:200]})")
+        known = set(map(id, fusec.dynamo_graphs()))
+        steps["fusec"], compile_s["fusec"] = compiled_inference(model, inputs, want, "fusec")
+        graphs = [g for g in fusec.dynamo_graphs() if id(g) not in known]
+        t = bench(steps, rounds)
+        kernels = sum(g.launches_per_call for g in graphs)
+        if "inductor" in t:
+            cells["inductor"] = f"{t['inductor'] * 1e3:11.2f} {compile_s['inductor']:9.1f}"
+        if "iree" in t:
+            cells["iree"] = f"{t['iree'] * 1e3:9.2f} {compile_s['iree']:9.1f}"
+        print(
+            f"{name:6} | {t['eager'] * 1e3:9.2f} | {cells['inductor']} | {cells['iree']} | "
+            f"{t['fusec'] * 1e3:9.2f} {kernels:4d} {compile_s['fusec']:9.1f} | {ratios(t)}",
+            flush=True,
+        )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=10, help="timed steps per variant")
+    ap.add_argument("--no-inductor", action="store_true")
+    ap.add_argument("--no-iree", action="store_true")
+    ap.add_argument("--models", default="lstm,mlp,gpt2")
+    ap.add_argument("--modes", default="train,infer", help="train, infer or both")
+    ap.add_argument(
+        "--threads", type=int, default=0, help="threads for torch and fusec (0: all cores)"
+    )
+    ap.add_argument("--cpu-time", action="store_true", help="time with the process's CPU time")
+    opts = ap.parse_args()
+    global CLOCK
+    if opts.cpu_time:
+        CLOCK = time.process_time
+    if opts.threads:
+        torch.set_num_threads(opts.threads)
+        os.environ["FUSEC_NUM_THREADS"] = str(opts.threads)
+    modes = opts.modes.split(",")
+    iree = None
+    if "infer" in modes and not opts.no_iree:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from compile_bench import iree_backend
+
+        iree = iree_backend()
+    print(
+        f"torch {torch.__version__}, {torch.get_num_threads()} threads, fusec {fusec.__version__}, "
+        f"IREE: {iree or 'not installed (skipped)'}, "
+        f"{'CPU' if opts.cpu_time else 'wall'} time, median of {opts.rounds}"
+    )
+    models = opts.models.split(",")
+    if "train" in modes:
+        train_table(models, opts.rounds, not opts.no_inductor)
+    if "infer" in modes:
+        infer_table(models, opts.rounds, not opts.no_inductor, iree)
 
 
 if __name__ == "__main__":

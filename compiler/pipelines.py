@@ -4,7 +4,7 @@ Each is a `-p` pipeline string, so `fusec-opt --fuse x.mlir` is exactly
 `fusec-opt -p <FUSE_PIPELINE> x.mlir`.
 """
 
-FUSE_PIPELINE = "functionalize,raise-linear,decompose,decompose-reductions,sink-views,broadcasting-chunk,lower-broadcasting-chunk,fuse,fuse-concat-exits,fuse,remove-outputs-used-only-in-size,share-group-kernels"
+FUSE_PIPELINE = "functionalize,raise-linear,decompose,decompose-reductions,sink-views,broadcasting-chunk,lower-broadcasting-chunk,fuse,fuse-concat-exits,fuse,remove-outputs-used-only-in-size,share-group-kernels,fold-matmul-bias"
 """The default fusion pipeline: raise ATen's flattened N-d linears back to
 `aten.linear` (`raise-linear`), split biases out of linear/addmm, expand
 softmax/log_softmax/layer_norm into reductions + pointwise (reductions keep their
@@ -16,7 +16,8 @@ past the cat's old position, as the seeds' backward LSTM needs). First, in-place
 writes that no alias observes become plain values (`functionalize`); last, group
 outputs read only for their size are dropped (`remove-outputs-used-only-in-size`),
 and groups that are a repeated kernel but for a boundary (an unrolled loop's first
-and last steps) become that kernel (`share-group-kernels`).
+and last steps) become that kernel (`share-group-kernels`); bias adds nothing
+fused with go back into their matrix products (`fold-matmul-bias`).
 `sink-views` moves pointwise ops above the reshapes ATen graphs put around every
 matmul, so a bias add and the activation after it fuse."""
 

@@ -342,15 +342,56 @@ def test_layer_norm_backward_fuses():
     check(back, [g, x, mean, rstd, w, b], launches=2)
 
 
+def test_layer_norm_backward_without_the_input_gradient_fuses():
+    """`output_mask` [False, True, True] (a first layer norm, whose input needs no
+    gradient): PyTorch returns None for the input gradient, and the weight and
+    bias gradients still fuse (one group) instead of running as an opaque op."""
+    torch.manual_seed(15)
+    x, g, w, b = torch.randn(2, 8, 64), torch.randn(2, 8, 64), torch.randn(64), torch.randn(64)
+    _, mean, rstd = torch.native_layer_norm(x, [64], w, b, 1e-5)
+
+    def back(g, x, mean, rstd, w, b):
+        _, gw, gb = torch.ops.aten.native_layer_norm_backward(
+            g, x, [64], mean, rstd, w, b, [False, True, True]
+        )
+        return gw, gb
+
+    f = check(back, [g, x, mean, rstd, w, b], launches=1)
+    assert "aten.opaque" not in f.ir(), f.ir()
+
+
 def test_column_reductions_in_blocks_and_remainders():
-    """Reductions whose innermost dim is kept run 8 columns per nest, the rest one
-    by one: column counts around the block size, a middle reduced dim, and several
+    """Reductions whose innermost dim is kept run 16 columns per nest where the
+    columns are contiguous (8 where strided), then the rest one by one:
+    column counts around the block sizes, a middle reduced dim, and several
     stages (a column softmax) all match eager."""
     torch.manual_seed(13)
-    for cols in (3, 8, 19):
+    for cols in (3, 8, 15, 16, 19, 45):
         g, y = torch.randn(37, cols), torch.randn(37, cols)
         check(bias_grad, [g, y], launches=1)
     x = torch.randn(4, 5, 19)
     check(lambda x: torch.softmax(x, 1), [x], launches=1)
     check(lambda x: (x * x).sum(1, keepdim=True) - x.amax((0, 1)), [x])
     check(lambda x: x - x.mean(0), [x.transpose(0, 2)], launches=1)
+
+
+def layer_norm_weight_grad(g, x, mean, rstd):
+    """What a layer norm's backward sums over the batch for its weight gradient."""
+    return ((x - mean) * rstd * g).sum(dim=(0, 1))
+
+
+def test_column_reductions_contiguous_strided_and_broadcast():
+    """The contiguous-columns version and the strided one: row-broadcast operands
+    (stride 0 along the columns) keep the contiguous version, a transposed operand
+    takes the strided one, and a column count split over threads (not a multiple
+    of any block) covers every column once."""
+    torch.manual_seed(14)
+    for cols in (45, 256):
+        g, x = torch.randn(8, 12, cols), torch.randn(8, 12, cols)
+        mean, rstd = torch.randn(8, 12, 1), torch.rand(8, 12, 1) + 0.5
+        check(layer_norm_weight_grad, [g, x, mean, rstd], launches=1)
+        transposed = torch.randn(cols, 12, 8).permute(2, 1, 0)
+        check(layer_norm_weight_grad, [g, transposed, mean, rstd], launches=1)
+    wide = torch.randn(130, 1003)  # more than one thread's worth of work
+    check(bias_grad, [wide, torch.randn(130, 1003)], launches=1)
+    check(bias_grad, [wide, torch.randn(1003, 130).t()], launches=1)

@@ -27,23 +27,40 @@ func.func @softmax(%x: tensor<4x8xf16>) -> tensor<4x8xf16> attributes {fusion.ke
 
 // -----
 
-// A sum over the batch: the kept dim 1 is innermost, so 8 neighbouring columns
-// share one nest over dim 0 (8 accumulators), within the threads' [begin, end);
-// row outputs are stored once per column, full outputs in the last nest; the
-// columns left over run one at a time.
+// A sum over the batch: the kept dim 1 is innermost, so neighbouring columns
+// share one nest over dim 0 (an accumulator each), within the threads' [begin,
+// end); row outputs are stored once per column, full outputs in the last nest.
+// Where every tensor's columns are contiguous (stride 1 along dim 1, checked at
+// run time) the lanes sit at constant distances (vector loads), in blocks of 16
+// columns; otherwise blocks of 8 strided lanes. The columns left over run one at
+// a time.
 // CHECK-LABEL: func.func @bias_grad(
-// CHECK-SAME:    %[[B:[0-9]+]]: index, %[[E:[0-9]+]]: index, %[[N0:[0-9]+]]: index, %[[N1:[0-9]+]]: index,
-// CHECK:         %[[W:.*]] = arith.constant 8 : index
-// CHECK:         %[[MID:.*]] = arith.addi %[[B]], %{{.*}} : index
-// CHECK:         scf.for %{{.*}} = %[[B]] to %[[MID]] step %[[W]] {
-// CHECK:           %[[S0:[0-9]+]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} = scf.for %{{.*}} = %{{.*}} to %[[N0]] step %{{.*}} iter_args({{.*}}) -> (f32, f32, f32, f32, f32, f32, f32, f32) {
-// CHECK:           memref.store %[[S0]]
-// CHECK-COUNT-7:   memref.store
-// CHECK:           scf.for %{{.*}} = %{{.*}} to %[[N0]]
-// CHECK-COUNT-8:     memref.store
-// CHECK:         scf.for %{{.*}} = %[[MID]] to %[[E]] step %{{.*}} {
-// CHECK:           %[[S:.*]] = scf.for %{{.*}} = %{{.*}} to %[[N0]] step %{{.*}} iter_args({{.*}}) -> (f32) {
-// CHECK:           memref.store %[[S]]
+// CHECK-SAME:    %[[B:[0-9]+]]: index, %[[E:[0-9]+]]: index, %[[N0:[0-9]+]]: index, %[[N1:[0-9]+]]: index, %{{[0-9]+}}: memref<?xf32>, %{{[0-9]+}}: index, %[[GS:[0-9]+]]: index,
+// CHECK:         arith.cmpi eq, %[[GS]], %{{.*}} : index
+// CHECK:         scf.if %{{.*}} {
+// CHECK:           scf.for %{{.*}} = %[[B]] to %[[MID16:.*]] step %{{.*}} {
+// CHECK:             %[[G0:.*]] = arith.addi %{{.*}}, %{{.*}} : index
+// CHECK:             %[[K1:.*]] = arith.constant 1 : index
+// CHECK-NEXT:        arith.addi %[[G0]], %[[K1]] : index
+// CHECK:             %[[S16:[0-9]+]], {{.*}} = scf.for %{{.*}} = %{{.*}} to %[[N0]] step %{{.*}} iter_args({{.*}}) -> ({{(f32, )+}}f32) {
+// CHECK:             memref.store %[[S16]]
+// CHECK-COUNT-15:    memref.store
+// CHECK:             scf.for %{{.*}} = %{{.*}} to %[[N0]]
+// CHECK-COUNT-16:      memref.store
+// CHECK:           scf.for %{{.*}} = %[[MID16]] to %[[E]] step %{{.*}} {
+// CHECK:             scf.for %{{.*}} = %{{.*}} to %[[N0]] step %{{.*}} iter_args({{.*}}) -> (f32) {
+// CHECK:         } else {
+// CHECK:           scf.for %[[J:.*]] = %[[B]] to %[[MID:.*]] step %{{.*}} {
+// CHECK:             %[[J1:.*]] = arith.addi %[[J]], %{{.*}} : index
+// CHECK-NEXT:        arith.muli %[[J1]], %[[GS]] : index
+// CHECK:             %[[S0:[0-9]+]], {{.*}} = scf.for %{{.*}} = %{{.*}} to %[[N0]] step %{{.*}} iter_args({{.*}}) -> ({{(f32, )+}}f32) {
+// CHECK:             memref.store %[[S0]]
+// CHECK-COUNT-7:     memref.store
+// CHECK:             scf.for %{{.*}} = %{{.*}} to %[[N0]]
+// CHECK-COUNT-8:       memref.store
+// CHECK:           scf.for %{{.*}} = %[[MID]] to %[[E]] step %{{.*}} {
+// CHECK:             %[[S:.*]] = scf.for %{{.*}} = %{{.*}} to %[[N0]] step %{{.*}} iter_args({{.*}}) -> (f32) {
+// CHECK:             memref.store %[[S]]
 func.func @bias_grad(%g: tensor<16x8xf32>, %y: tensor<16x8xf32>) -> (tensor<1x8xf32>, tensor<16x8xf32>) attributes {fusion.kernel} {
   %s = aten.sigmoid %y : tensor<16x8xf32> -> tensor<16x8xf32>
   %h = aten.mul %g, %s : tensor<16x8xf32>, tensor<16x8xf32> -> tensor<16x8xf32>
