@@ -86,57 +86,15 @@ def facts_of(imported: Any) -> GraphFacts:
 # ---------------------------------------------------------------------- keys
 
 
-def _describe(v: Any, exact: bool) -> str | None:
-    if isinstance(v, torch.Tensor):
-        if v.is_sparse or v.layout != torch.strided or v.is_nested:
-            return None
-        shape = tuple(v.shape) if exact else tuple(s == 1 for s in v.shape)
-        layout = v.stride() if exact else v.is_contiguous()
-        return f"T{v.dtype}|{v.device}|{shape}|{layout}|{v.requires_grad}"
-    if type(v) in (bool, int, float):
-        return f"{type(v).__name__}:{v!r}"
-    if v is None:
-        return "None"
-    return None
-
-
 def host_key(
     gm: torch.fx.GraphModule, args: Sequence[Any], pipeline: str, target: str, name: str
 ) -> str | None:
-    """The key of `gm`'s host program for calls specialized as `args` are, or
-    None when an argument has nothing stable to key it by."""
-    parts = [
-        program_cache.fingerprint(),
-        "host",
-        pipeline,
-        target,
-        name,
-        gm.code,
-        str(torch.is_grad_enabled()),
-    ]
-    # The code names submodules and functions, not what they are (two modules
-    # whose `self.act` is a GELU and a ReLU print the same code), nor the sizes
-    # Dynamo recorded (symbolic or not: another import).
-    for node in gm.graph.nodes:
-        if node.op == "call_module":
-            parts.append(f"{node.target}={gm.get_submodule(node.target)!r}")
-        elif node.op == "call_function":
-            t = node.target
-            parts.append(f"{getattr(t, '__module__', '')}.{getattr(t, '__qualname__', t)!s}")
-        elif node.op == "placeholder":
-            recorded = node.meta.get("val", node.meta.get("example_value"))
-            parts.append(str(getattr(recorded, "shape", type(recorded).__name__)))
-    for a in args:
-        d = _describe(a, exact=False)
-        if d is None:
-            return None
-        parts.append(d)
-    for pname, t in (*gm.named_parameters(), *gm.named_buffers()):
-        d = _describe(t, exact=True)
-        if d is None:
-            return None
-        parts.append(f"{pname}={d}")
-    return program_cache.digest(*parts)
+    """The key of `gm`'s host program for calls specialized as `args` are (size-1
+    patterns and contiguity, not sizes; the sizes Dynamo recorded, symbolic or
+    not, are another import), or None when an argument has nothing stable to key
+    it by."""
+    head = (program_cache.fingerprint(), "host", pipeline, target, name)
+    return program_cache.graph_key(gm, args, head, exact_args=False, placeholder_shapes=True)
 
 
 # ---------------------------------------------------------------------- entries

@@ -146,20 +146,42 @@ def program_key(gm: Any, args: Any, pipeline: str, name: str) -> str | None:
     type and value), the module's parameters and buffers the same way, the
     pipeline and the compiler's fingerprint. None when an argument is neither a
     tensor nor a plain scalar (nothing stable to key it by)."""
+    return graph_key(gm, args, (fingerprint(), pipeline, name))
+
+
+def describe_value(v: Any, exact: bool = True) -> str | None:
+    """How one argument keys a cached program: a tensor by dtype, device, autograd
+    flag and its exact shape and strides (or, `exact=False`, its size-1 pattern and
+    contiguity); a plain scalar by type and value; None for anything else."""
     import torch
 
-    def describe(v: Any) -> str | None:
-        if isinstance(v, torch.Tensor):
-            if v.is_sparse or v.layout != torch.strided:
-                return None
-            return f"T{v.dtype}|{v.device}|{tuple(v.shape)}|{v.stride()}|{v.requires_grad}"
-        if type(v) in (bool, int, float):
-            return f"{type(v).__name__}:{v!r}"
-        if v is None:
-            return "None"
-        return None
+    if isinstance(v, torch.Tensor):
+        if v.is_sparse or v.layout != torch.strided or v.is_nested:
+            return None
+        shape = tuple(v.shape) if exact else tuple(s == 1 for s in v.shape)
+        layout = v.stride() if exact else v.is_contiguous()
+        return f"T{v.dtype}|{v.device}|{shape}|{layout}|{v.requires_grad}"
+    if type(v) in (bool, int, float):
+        return f"{type(v).__name__}:{v!r}"
+    if v is None:
+        return "None"
+    return None
 
-    parts = [fingerprint(), pipeline, name, gm.code, str(torch.is_grad_enabled())]
+
+def graph_key(
+    gm: Any,
+    args: Any,
+    head: tuple[str, ...],
+    exact_args: bool = True,
+    placeholder_shapes: bool = False,
+) -> str | None:
+    """The digest of `head`, `gm`'s code, the grad mode, what each called submodule
+    and function is, the arguments (`describe_value`, exact or not) and the
+    parameters and buffers (exact); with `placeholder_shapes`, also the sizes
+    Dynamo recorded for the placeholders. None when something has no stable key."""
+    import torch
+
+    parts = [*head, gm.code, str(torch.is_grad_enabled())]
     # The code names submodules and functions, not what they are: two modules
     # whose `self.act` is a GELU and a ReLU print the same code.
     for node in gm.graph.nodes:
@@ -168,13 +190,16 @@ def program_key(gm: Any, args: Any, pipeline: str, name: str) -> str | None:
         elif node.op == "call_function":
             t = node.target
             parts.append(f"{getattr(t, '__module__', '')}.{getattr(t, '__qualname__', t)!s}")
+        elif node.op == "placeholder" and placeholder_shapes:
+            recorded = node.meta.get("val", node.meta.get("example_value"))
+            parts.append(str(getattr(recorded, "shape", type(recorded).__name__)))
     for a in args:
-        d = describe(a)
+        d = describe_value(a, exact_args)
         if d is None:
             return None
         parts.append(d)
     for pname, t in (*gm.named_parameters(), *gm.named_buffers()):
-        d = describe(t)
+        d = describe_value(t)
         if d is None:
             return None
         parts.append(f"{pname}={d}")

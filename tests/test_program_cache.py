@@ -17,22 +17,10 @@ import torch
 from fusec import compiled
 from fusec.llvm_jit import JitModule
 from fusec.runtime import entries, program_cache
+from reference_models import lstm_tail
 
-
-def lstm_tail(gates: torch.Tensor, cx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    i, f, g, o = gates.chunk(4, 1)
-    cy = torch.sigmoid(f) * cx + torch.sigmoid(i) * torch.tanh(g)
-    return torch.sigmoid(o) * torch.tanh(cy), cy
-
-
-def _args() -> list[torch.Tensor]:
-    gen = torch.Generator().manual_seed(0)
-    return [torch.randn(4, 32, generator=gen), torch.randn(4, 8, generator=gen)]
-
-
-def _check(got, want) -> None:
-    for g, w in zip(got, want, strict=True):
-        torch.testing.assert_close(g, w)
+from tests.cache_cases import check_outputs as _check
+from tests.cache_cases import tail_args as _args
 
 
 def _entries(cache_dir: Path, kind: str) -> list[Path]:
