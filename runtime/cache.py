@@ -329,6 +329,12 @@ def check_artifact(artifact: Any, group: GroupOp | None, target: str) -> None:
         raise CorruptEntry(f"signature has {results} results, the group {len(group.outputs)}")
 
 
+def tiled_key(key: str) -> str:
+    """The cache key of the tiled variant (`TILED_CPU`) of the CPU kernel keyed
+    `key`: derived from it, so a kernel loaded by key alone finds its variant."""
+    return hashlib.sha256(f"{key}|{TILED_CPU}".encode()).hexdigest()
+
+
 def _shape_free(type_text: str) -> tuple[str, int]:
     """(element type, rank) of `tensor<4x3xf32>` (("f32", 2)) or a scalar type
     (rank -1): what groups of one canonical key share, sizes aside."""
@@ -387,6 +393,8 @@ class KernelCache:
     # ------------------------------------------------------------------ keys
 
     def key(self, group: GroupOp, target: str = "cpu") -> str:
+        if target == TILED_CPU:
+            return tiled_key(self.key(group))
         from fusec.canonical import canonical_key
 
         digest = canonical_key(group).digest
@@ -467,6 +475,11 @@ class KernelCache:
             if kernel is not None:
                 with self._lock:
                     kernel = self._memory.setdefault(key, kernel)
+                if target == "cpu" and getattr(kernel, "tiled_variant", False) is None:
+                    # No group to build it from: a variant an earlier process built.
+                    kernel.tiled_variant = functools.partial(
+                        self.kernel_by_key, tiled_key(key), TILED_CPU
+                    )
             return kernel
 
     def _kernel_for(self, key: str, group: GroupOp, target: str) -> Any | None:

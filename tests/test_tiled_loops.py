@@ -248,3 +248,29 @@ def test_variant_is_cached_on_disk_like_any_kernel(tmp_path, monkeypatch):
         built = (2, 0) if round_ == 0 else (0, 2)
         assert (cache.stats.kernels_compiled, cache.stats.disk_hits) == built
         assert cache.stats.corrupt_entries == 0
+
+
+def test_a_kernel_loaded_by_key_finds_its_variant_on_disk(tmp_path, monkeypatch):
+    # A warm-started program has kernels by key and no group: the variant an
+    # earlier process built is found by the key derived from its kernel's.
+    t, b = torch.randn(50, 30).t(), torch.randn(30, 50)
+    cache = KernelCache(directory=tmp_path)
+    group = make_group([t, b], _add_relu)
+    key, kernel = cache.keyed_kernel_for(group)
+    kernel([t, b])
+    assert cache.stats.kernels_compiled == 2
+    monkeypatch.setattr(cpu, "_loaded", {})
+    warm = KernelCache(directory=tmp_path)
+    loaded = warm.kernel_by_key(key)
+    torch.testing.assert_close(loaded([t, b])[0], torch.relu(t + b))
+    assert loaded._tiled is not None
+    assert (warm.stats.kernels_compiled, warm.stats.disk_hits) == (0, 2)
+    # With no variant on disk, the kernel runs its plain nest, still right.
+    monkeypatch.setattr(cpu, "_loaded", {})
+    cold = tmp_path / "other"
+    first = KernelCache(directory=cold)
+    key, _ = first.keyed_kernel_for(group)
+    monkeypatch.setattr(cpu, "_loaded", {})
+    plain = KernelCache(directory=cold).kernel_by_key(key)
+    torch.testing.assert_close(plain([t, b])[0], torch.relu(t + b))
+    assert plain._tiled is None
