@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from fusec.dialects.aten import AddmmOp, AddOp, LinearOp, MmOp, number_value
 from fusec.dialects.fusion import GroupOp
-from fusec.passes.fusion_remarks import derived_from
+from fusec.passes.fusion_remarks import derived_from, replaced_outside_groups
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Operation, SSAValue
@@ -111,6 +111,7 @@ class FoldBiasAdd(RewritePattern):
             product = product_value.owner
             assert isinstance(product, Operation)
             derived_from([new], product)
+            replaced_outside_groups(new, [op, product])
             rewriter.replace(op, new)
             rewriter.erase(product)
             return

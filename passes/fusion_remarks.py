@@ -124,6 +124,20 @@ def derived_from(new_ops: Sequence[Operation], old: Operation) -> None:
             remarks.derived[op] = origin
 
 
+def replaced_outside_groups(new: Operation, old: Sequence[Operation]) -> None:
+    """A pass after `fuse` replaced `old`, ops outside every group, by `new`, also
+    outside one: the old ops' remarks go and `new` gets its barrier's remark (a
+    matrix product that took in a bias add stays a barrier)."""
+    remarks = _COLLECTOR.get()
+    if remarks is None:
+        return
+    for op in old:
+        remarks.pop(op, None)
+    kind = barrier_kind(new)
+    if kind is not None:
+        remarks[new] = FusionRemark("barrier", kind)
+
+
 def barrier_kind(op: Operation) -> str | None:
     """What kind of barrier `op` is to the fuser, or None for a pointwise op."""
     if isinstance(op, MatmulLikeOp | AddmmOp | LinearOp):
