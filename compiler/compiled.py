@@ -673,7 +673,8 @@ class CompiledFunction:
         for name_ in program.fallback_groups:
             log.info("fusec: a %s runs through PyTorch", name_)
         getters = tuple(_getter(src, root) for src in imported.inputs if src[0] != "skip")
-        log.debug("fusec: compiled\n%s\n%s", module, program.describe())
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("fusec: compiled\n%s\n%s", module, program.describe())
         spec = Specialization(
             program,
             getters,
@@ -722,7 +723,8 @@ class CompiledFunction:
             return None
         assert self.gm is not None
         root, facts, text = self.gm, loaded.facts, loaded.module_text
-        log.debug("fusec: warm start from the cache\n%s", loaded.program.describe())
+        if log.isEnabledFor(logging.DEBUG):  # describing the program is not free
+            log.debug("fusec: warm start from the cache\n%s", loaded.program.describe())
         return Specialization(
             loaded.program,
             tuple(_getter(src, root) for src in facts.inputs if src[0] != "skip"),
@@ -796,7 +798,7 @@ class CompiledFunction:
 
         if not self.options.use_kernels or not cache_mod.codegen_available():
             return lambda group: None
-        cache = self.options.cache or cache_mod.default_cache()
+        cache = self._cache()
         target = self._cpu_target(args)
         if target is not None:
             keyed = getattr(cache, "keyed_kernel_for", None)
