@@ -22,23 +22,12 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
+from fusec.runtime.operands import TORCH_DTYPES
 
 OpFn = Callable[..., tuple[Any, ...]]
 
 DTYPE_BY_NAME: dict[str, torch.dtype] = {
-    str(d).removeprefix("torch."): d
-    for d in (
-        torch.bool,
-        torch.uint8,
-        torch.int8,
-        torch.int16,
-        torch.int32,
-        torch.int64,
-        torch.float16,
-        torch.bfloat16,
-        torch.float32,
-        torch.float64,
-    )
+    str(d).removeprefix("torch."): d for d in TORCH_DTYPES.values()
 }
 """The dtypes fusec handles, by torch's name (`float32`): how entries spell them."""
 
