@@ -345,7 +345,7 @@ class CompiledFunction:
                 key = self._key(args)
                 if self.specializations.get(key) is not spec:
                     return
-            fast = paths[key] = fast_path(self, key, spec)
+            fast = paths[key] = fast_path(self, key, spec, args)
         self._fast = fast
 
     def _forget_fast_paths(self) -> None:
@@ -1085,12 +1085,14 @@ def compile(graph: Any, example_inputs: Sequence[Any] | None = None, **options: 
     fn = CompiledFunction(gm, graph, opts)
     if gm is None:
         fn.untraceable = why
-    if example_inputs is not None and gm is not None and _all_real(example_inputs):
+    if example_inputs is not None and gm is not None and all_real(example_inputs):
         fn._specialize(None, list(example_inputs))
     return fn
 
 
-def _all_real(inputs: Sequence[Any]) -> bool:
+def all_real(inputs: Sequence[Any]) -> bool:
+    """Whether `inputs` are real values (no fake tensors, symbolic sizes or meta
+    tensors), so a specialization can compile for them before the first call."""
     from torch._subclasses.fake_tensor import FakeTensor
 
     # Dynamo's symbolic sizes (SymInt) are known only at the first real call.

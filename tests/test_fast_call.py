@@ -185,3 +185,116 @@ def test_launches_are_counted_per_call_where_a_guard_is_not_implied():
     program = cell.last.program
     guards = frozenset(j for j, s in enumerate(program.steps) if s.kind == "guard")
     assert guards and not program.launches_fixed(frozenset())
+
+
+# The C++ check (`SEEN`, TensorGuards) of the sizes and strides of calls that had the key.
+
+_CHANGES = {
+    "dtype": lambda g, c: (g.double(), c.double()),
+    "device": lambda g, c: (g, c.to("meta")),
+    "a size-1 dim": lambda g, c: (g, c[:1]),
+    "contiguity": lambda g, c: (g, c.t().contiguous().t()),
+    "requires_grad": lambda g, c: (g, c.clone().requires_grad_()),
+    "a scalar for a tensor": lambda g, c: (g, 2.0),
+    "a subclass": lambda g, c: (g, torch.nn.Parameter(c, requires_grad=False)),
+}
+
+
+@pytest.mark.parametrize("change", list(_CHANGES))
+def test_the_cpp_check_rejects_what_the_key_rejects_and_the_call_falls_back(change):
+    f = fusec.compile(lstm_tail)
+    args = (torch.randn(8, 32), torch.randn(8, 8))
+    _same(f, lstm_tail, *args)
+    seen = f._fast.__globals__["SEEN"]
+    assert type(seen).__name__ == "TensorGuards"
+    assert seen.check(*args)
+    new = _CHANGES[change](*args)
+    assert f._fast(new) is MISS
+    assert not seen.check(*new)  # the C++ check rejects it too, before the key's checks
+    try:
+        want = lstm_tail(*new)
+    except Exception as e:  # noqa: BLE001 - eager's error is the one to see
+        with pytest.raises(type(e)):
+            f(*new)
+    else:
+        got = f(*new)
+        if change == "requires_grad":
+            assert got[0].grad_fn is not None  # the training path ran
+        torch.testing.assert_close(got, want)
+    _same(f, lstm_tail, *args)  # and back, on the fast path
+    assert f._fast(args) is not MISS
+
+
+def test_the_cpp_check_remembers_new_sizes_of_the_same_key():
+    f = fusec.compile(lstm_tail)
+    _same(f, lstm_tail, torch.randn(8, 32), torch.randn(8, 8))
+    other = (torch.randn(5, 24), torch.randn(5, 6))
+    assert not f._fast.__globals__["SEEN"].check(*other)
+    _same(f, lstm_tail, *other)  # the key's own checks pass it...
+    assert f._fast.__globals__["SEEN"].check(*other)  # ...and the C++ check takes it on
+    # A bounded number of times: past that, the last sizes remembered stay.
+    from fusec import fast_call
+
+    for b in range(2, 2 + fast_call._MAX_REMEMBERED + 2):
+        _same(f, lstm_tail, torch.randn(b, 32), torch.randn(b, 8))
+    assert f._fast.__globals__["REMEMBERED"] == fast_call._MAX_REMEMBERED
+    args = (torch.randn(3, 32), torch.randn(3, 8))
+    assert f._fast(args) is not MISS
+    _same(f, lstm_tail, *args)
+
+
+def test_grad_mode_is_checked_before_the_cpp_check():
+    f = fusec.compile(lstm_tail)
+    args = (torch.randn(8, 32), torch.randn(8, 8))
+    _same(f, lstm_tail, *args)
+    with torch.no_grad():
+        assert f._fast(args) is MISS  # the key holds grad mode; the tensors are alike
+        _same(f, lstm_tail, *args)
+
+
+def test_scalars_are_checked_by_type_and_their_values_reach_the_program():
+    def fn(x: torch.Tensor, s: float) -> torch.Tensor:
+        return torch.sigmoid(x) * s + 1
+
+    f = fusec.compile(fn)
+    x = torch.randn(4, 4)
+    _same(f, fn, x, 2.0)
+    assert f.launches_per_call == 1
+    for s in (3.0, -0.5):  # another value of the same type: the fast path, that value
+        assert f._fast((x, s)) is not MISS
+        _same(f, fn, x, s)
+    assert f._fast((x, 2)) is MISS  # an int for a float: the full path
+    _same(f, fn, x, 2)
+
+
+def test_a_program_without_kernels_runs_as_the_original():
+    calls = []
+
+    def add(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        calls.append(1)
+        return a + b
+
+    f = fusec.compile(add)
+    a, b = torch.randn(8, 1), torch.randn(1, 8)
+    _same(f, add, a, b)
+    assert f.launches_per_call == 0 and f.last.program.launches == 0
+    calls.clear()
+    torch.testing.assert_close(f(a, b), a + b)
+    assert calls == [1]  # the fast path called the original once, nothing else ran it
+    assert f._fast((a.double(), b)) is MISS  # and still checks the key
+    torch.testing.assert_close(f(a.double(), b), a.double() + b)
+
+
+def test_use_kernels_false_keeps_running_the_program():
+    calls = []
+
+    def add(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        calls.append(1)
+        return torch.sigmoid(a) + b
+
+    f = fusec.compile(add, use_kernels=False)
+    a, b = torch.randn(8, 8), torch.randn(8, 8)
+    for _ in range(3):
+        torch.testing.assert_close(f(a, b), torch.sigmoid(a) + b)
+    assert f._fast((a, b)) is not MISS
+    assert len(calls) == 1  # fx traced it once; the program ran every call
