@@ -16,7 +16,8 @@ otherwise. Then fusec's first-call times in fresh processes: cold (empty cache),
 warm (the disk caches filled by the cold run: program, kernel, machine code),
 and warm with fusec's own modules (compiler, code generator, runtime) imported
 before the clock starts;
-and the per-call time at 2^6 elements against the bare kernel call.
+and the per-call time at 2^6 elements against the bare kernel call, and through
+`torch.compile(backend="fusec")` against eager and Dynamo's own "eager" backend.
 """
 
 from __future__ import annotations
@@ -317,6 +318,33 @@ def dispatch_overhead(name: str = "lstm_cell") -> dict[str, float]:
             "native": native, "launches": f.launches_per_call}  # fmt: skip
 
 
+def backend_per_call(name: str, batch: int = 200, rounds: int = 41) -> dict[str, float]:
+    """Per-call time at 2^6 elements through `torch.compile`: eager, Dynamo with
+    its "eager" backend (Dynamo's own guards and frame, the floor of any
+    backend), fusec as the backend, and Inductor, each call's time the lower
+    quartile over `rounds` interleaved batches of `batch` calls."""
+    fn, args, _ = workload(name, 6)
+    torch._dynamo.reset()
+    dynamo = torch.compile(fn, backend="eager", dynamic=False)
+    fu = torch.compile(fn, backend="fusec", dynamic=False)
+    ind = torch.compile(fn, dynamic=False)
+    before = {id(g) for g in fusec.dynamo_graphs()}
+    _check(fn, fu, args)
+    launches = sum(g.launches_per_call for g in fusec.dynamo_graphs() if id(g) not in before)
+
+    def batched(f: Callable[..., Any]) -> Callable[[], Any]:
+        def run() -> None:
+            for _ in range(batch):
+                f(*args)
+
+        return run
+
+    times = interleaved([batched(f) for f in (fn, dynamo, fu, ind)], rounds)
+    eager, dyn, fus, inductor = (t / batch for t in times)
+    return {"eager": eager, "dynamo": dyn, "fusec": fus, "inductor": inductor,
+            "launches": launches}  # fmt: skip
+
+
 def iree_backend() -> str | None:
     """The IREE CPU Dynamo backend's name when iree-turbine is installed."""
     try:
@@ -352,6 +380,9 @@ def main() -> None:
     ap.add_argument(
         "--per-call", action="store_true", help="median of single calls, not of batch means"
     )
+    ap.add_argument(
+        "--only-per-call", action="store_true", help="only the per-call lines at 2^6 (no tables)"
+    )
     opts = ap.parse_args()
     global CLOCK, PER_CALL
     if opts.cpu_time:
@@ -366,6 +397,9 @@ def main() -> None:
         f"torch {torch.__version__}, {torch.get_num_threads()} threads, fusec {fusec.__version__}, "
         f"IREE: {'turbine_cpu' if iree else 'not installed (skipped)'}"
     )
+    if opts.only_per_call:
+        print_per_call()
+        return
     bw = copy_bandwidth()
     print(f"copy bandwidth (2^24 f32, read+write): {bw:.1f} GB/s\n")
     header = (
@@ -422,6 +456,20 @@ def main() -> None:
         f"{lo['work_first'] * 1e3:.2f} ms: {100 * (lo['loop'] / lo['work_first'] - 1):.1f}%) "
         f"(eager {lo['eager'] * 1e3:.2f} ms)"
     )
+    print_per_call()
+
+
+def print_per_call() -> None:
+    """The per-call lines at 2^6 elements: through `torch.compile`, and fusec's
+    host overhead over its bare kernel."""
+    for name in ("broadcast_add", "lstm_cell"):
+        b = backend_per_call(name)
+        print(
+            f"torch.compile per-call at 2^6 ({name}, fusec {b['launches']} kernel): eager "
+            f"{b['eager'] * 1e6:.2f} us, backend=\"eager\" (Dynamo alone) {b['dynamo'] * 1e6:.2f} us, "
+            f"backend=\"fusec\" {b['fusec'] * 1e6:.2f} us (+{(b['fusec'] - b['dynamo']) * 1e6:.2f} "
+            f"over Dynamo alone), Inductor {b['inductor'] * 1e6:.2f} us"
+        )
     for name in ("lstm_cell", "chain8"):
         d = dispatch_overhead(name)
         print(

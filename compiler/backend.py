@@ -13,6 +13,17 @@ inputs, runtime values of the program, so one program serves every size.
 The backend never raises where eager would not: an unknown option, or any failure
 while compiling, logs why and hands Dynamo the graph to run eagerly.
 
+Dynamo's guards already specialize a graph of static shapes: every call has
+the dtypes, devices, sizes, strides and grad mode of the example inputs, so
+fusec compiles their specialization right away and its checks are left out. A
+graph whose specialization has no kernels (everything left to ATen) is handed
+back as `gm.forward`, costing what eager costs; one with kernels runs its host
+program without checking the key (`fast_call.fast_path(..., trusted=True)`).
+Both stay in `dynamo_graphs()`, so explain, reports and logs still count their
+kernels and give the reasons. With symbolic sizes a call's size-1 dims,
+contiguity and how a chunk cuts its sizes still decide the program, so such a
+graph keeps fusec's checks.
+
 When autograd records the region (grad mode on and an input or parameter that
 requires grad), the graph goes through AOTAutograd instead, and fusec compiles
 its forward and backward ATen graphs (`fusec.training`).
@@ -32,7 +43,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch.fx
-from fusec.compiled import CompiledFunction, CompileOptions, compile
+from fusec.compiled import CompiledFunction, CompileOptions, all_real, compile
+from fusec.fast_call import fast_path
 
 log = logging.getLogger("fusec")
 
@@ -58,7 +70,15 @@ def fusec_backend(
 
     `torch.compile(..., options={...})` passes `options` as one dict; keyword
     options (`fusec_backend(gm, inputs, max_specializations=2)`) work too."""
-    opts = {**(options or {}), **kwargs}
+    return compile_graph(gm, example_inputs, {**(options or {}), **kwargs})[0]
+
+
+def compile_graph(
+    gm: torch.fx.GraphModule, example_inputs: Sequence[Any], opts: dict[str, Any]
+) -> tuple[Callable[..., Any], CompiledFunction | None]:
+    """What `fusec_backend` hands Dynamo for `gm`, and the `CompiledFunction` that
+    reports on it (None where the graph runs eagerly because fusec failed, or
+    through AOTAutograd)."""
     known = {f.name for f in dataclasses.fields(CompileOptions)}
     unknown = sorted(set(opts) - known)
     if unknown:
@@ -71,17 +91,60 @@ def fusec_backend(
 
         if needs_autograd(example_inputs, gm):
             # AOTAutograd: fusec compiles the forward and backward ATen graphs.
-            return dynamo_backend(gm, example_inputs, CompileOptions(**opts))
+            return dynamo_backend(gm, example_inputs, CompileOptions(**opts)), None
         fn = compile(gm, example_inputs, **opts)
     except _DYNAMO_CONTROL_FLOW:
         raise  # Dynamo's own signals (restart the analysis), not failures
     except Exception:  # noqa: BLE001 - Dynamo must get a runnable graph whatever happens
         log.warning("fusec: backend failed; the graph runs eagerly", exc_info=True)
-        return gm.forward
+        return gm.forward, None
     with _GRAPHS_LOCK:
         _GRAPHS[:] = [r for r in _GRAPHS if r() is not None]
         _GRAPHS.append(weakref.ref(fn))
-    return fn
+    return _static_call(gm, example_inputs, fn), fn
+
+
+def _static_call(
+    gm: torch.fx.GraphModule, example_inputs: Sequence[Any], fn: CompiledFunction
+) -> Callable[..., Any]:
+    """The callable for a graph of static shapes whose specialization compiled:
+    `gm.forward` where it has no kernels, its program run without checks where
+    it has; `fn` itself (checks on every call) for symbolic sizes, or where its
+    key has parts Dynamo does not guard."""
+    if not _static(gm, example_inputs):
+        return fn
+    args = list(example_inputs)
+    key = fn._key(args)
+    spec = fn.specializations.get(key)
+    if spec is None or spec.training is not None:
+        return fn
+    # `fn` lives as long as what Dynamo calls does (`dynamo_graphs` holds weak refs).
+    gm.fusec_graph = fn
+    if spec.program is None or (spec.program.launches == 0 and fn.options.use_kernels):
+        fn.last, fn.launches_per_call = spec, 0
+        return gm.forward
+    fast = fast_path(fn, key, spec, args, trusted=True)
+    if fast is None:
+        return fn
+    return fast
+
+
+def _static(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> bool:
+    """Whether Dynamo guards every call of `gm` to the example inputs' exact
+    sizes and strides: no symbolic size among the inputs or the placeholders."""
+    if not all_real(example_inputs):
+        return False
+    for node in gm.graph.nodes:
+        if node.op != "placeholder":
+            continue
+        value = node.meta.get("example_value")
+        if isinstance(value, torch.SymInt | torch.SymFloat | torch.SymBool):
+            return False
+        if isinstance(value, torch.Tensor) and any(
+            isinstance(d, torch.SymInt) for d in (*value.shape, *value.stride())
+        ):
+            return False
+    return True
 
 
 def dynamo_graphs() -> list[CompiledFunction]:

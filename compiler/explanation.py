@@ -425,14 +425,14 @@ def explain(
         return Report([graph_report(compiled)])
     if backend in ("torch.compile", "dynamo"):
         import torch
-        from fusec.backend import fusec_backend
+        from fusec.backend import compile_graph
 
         graphs: list[CompiledFunction] = []
 
         def recording(gm: Any, inputs: Sequence[Any]) -> Any:
-            fn = fusec_backend(gm, inputs, **options)
-            graphs.append(fn)
-            return fn
+            call, fn = compile_graph(gm, inputs, options)
+            graphs.append(fn if fn is not None else call)
+            return call
 
         torch.compile(fn_or_module, backend=recording)(*example_inputs)
         return Report([graph_report(f) for f in graphs])
