@@ -243,6 +243,11 @@ class Specialization:
         return lambda results: _fill(t, results)
 
 
+def _no_fast_path(args: tuple[Any, ...]) -> Any:
+    """The fast path of a `CompiledFunction` without one: every call takes the full path."""
+    return MISS
+
+
 class CompiledFunction:
     """The callable `fusec.compile` returns."""
 
@@ -262,9 +267,10 @@ class CompiledFunction:
         self.untraceable: str | None = None
         """Why torch.fx could not trace the function (it then runs eagerly)."""
         self._parameters = tuple(gm.parameters()) if gm is not None else ()
-        self._fast: Callable[[tuple[Any, ...]], Any] | None = None
+        self._fast: Callable[[tuple[Any, ...]], Any] = _no_fast_path
         """The fast path of the key the last full-path call ran (`fusec.fast_call`)."""
         self._fast_paths: dict[Any, Callable[[tuple[Any, ...]], Any] | None] = {}
+        """Per key, its fast path (None: the key has none), made once."""
 
     # ------------------------------------------------------------------ calls
 
@@ -280,9 +286,8 @@ class CompiledFunction:
         return key
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        fast = self._fast
-        if fast is not None and not kwargs:
-            result = fast(args)
+        if not kwargs:
+            result = self._fast(args)
             if result is not MISS:
                 return result
         return self._call(args, kwargs)
@@ -346,12 +351,12 @@ class CompiledFunction:
                 if self.specializations.get(key) is not spec:
                     return
             fast = paths[key] = fast_path(self, key, spec, args)
-        self._fast = fast
+        self._fast = fast or _no_fast_path
 
     def _forget_fast_paths(self) -> None:
         """Keys changed meaning or specializations were replaced: every fast path
         goes (they are made again from the full path)."""
-        self._fast = None
+        self._fast = _no_fast_path
         self._fast_paths = {}
 
     # ------------------------------------------------------------------ arguments

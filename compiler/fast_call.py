@@ -49,7 +49,7 @@ own checks, in Python, which a call of other sizes still passes:
         return True
 
 A program without kernels (every op left to ATen) runs as the original
-function (`ORIGINAL(*args)`, no host program): the call then costs what eager
+function (`ORIGINAL(a0, a1)`, no host program): the call then costs what eager
 costs plus the checks.
 
 Where every guard of the program that could skip a kernel is one the key
@@ -225,9 +225,10 @@ def fast_path(
         # (`use_kernels=False` asks for the program, to test it).
         env["ORIGINAL"] = owner.original
         lines += [
-            "    program.last_launches = owner.launches_per_call = 0",
-            "    owner.last = spec",
-            "    return ORIGINAL(*args)",
+            "    if owner.last is not spec:",  # the counts are 0 while it stays the last
+            "        program.last_launches = owner.launches_per_call = 0",
+            "        owner.last = spec",
+            f"    return ORIGINAL({', '.join(f'a{i}' for i in range(n))})",
         ]
         source = "\n".join(lines)
         if tensors and not trusted:
