@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from fusec.runtime.broadcast import ShapesDoNotBroadcast
+from fusec.runtime.broadcast import broadcast_shapes as runtime_broadcast_shapes
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     BFloat16Type,
@@ -139,30 +141,16 @@ def result_dtype(operand_types: Sequence[Attribute]) -> Attribute:
 
 
 def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
-    """`torch.broadcast_shapes`; a dynamic size (`?`) broadcasts like an unknown."""
-    rank = max((len(s) for s in shapes), default=0)
-    out: list[int] = []
-    for i in range(rank):
-        size = 1
-        for s in shapes:
-            j = i - (rank - len(s))
-            if j < 0:
-                continue
-            d = s[j]
-            if d == 1:
-                continue
-            if size == 1:
-                size = d
-            elif d == DYNAMIC or size == DYNAMIC:
-                size = d if size == DYNAMIC else size
-            elif d != size:
-                raise VerifyException(
-                    "shapes "
-                    + " and ".join(format_shape(x) for x in shapes)
-                    + f" cannot be broadcast (dimension {i} is {size} and {d})"
-                )
-        out.append(size)
-    return tuple(out)
+    """`torch.broadcast_shapes`; a dynamic size (`?`) broadcasts like an unknown
+    (`fusec.runtime.broadcast`, the runtime's own, raised as the verifier's error)."""
+    try:
+        return runtime_broadcast_shapes(shapes, unknown=DYNAMIC)
+    except ShapesDoNotBroadcast as e:
+        raise VerifyException(
+            "shapes "
+            + " and ".join(format_shape(x) for x in shapes)
+            + f" cannot be broadcast (dimension {e.dim} is {e.size} and {e.other})"
+        ) from None
 
 
 def reshape_sizes(shape: Sequence[int]) -> tuple[int, ...]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import torch
+from fusec.runtime.broadcast import ShapesDoNotBroadcast, broadcast_shapes
 from fusec.runtime.kernel_signature import KernelSignature
 
 TORCH_DTYPES: dict[str, torch.dtype] = {
@@ -77,7 +78,10 @@ def output_shapes(
 ) -> tuple[tuple[int, ...], list[tuple[int, ...]]]:
     """The index space and the output shapes for these (viewed) operands:
     broadcasting of the operands, statically size-1 output dims stay 1."""
-    space = list(_broadcast_shapes([o.shape for o in operands]))
+    try:
+        space = list(broadcast_shapes([o.shape for o in operands]))
+    except ShapesDoNotBroadcast as e:
+        raise KernelDeclined(str(e)) from None
     space = [1] * (sig.rank - len(space)) + space
     for out in sig.outputs:
         lead = sig.rank - len(out.static_shape)
@@ -91,28 +95,6 @@ def output_shapes(
             tuple(1 if s == 1 else space[lead + i] for i, s in enumerate(out.static_shape))
         )
     return tuple(space), shapes
-
-
-def _broadcast_shapes(shapes: Sequence[Sequence[int]]) -> tuple[int, ...]:
-    """`torch.broadcast_shapes` in plain Python (several times cheaper here);
-    `KernelDeclined` for shapes that do not broadcast."""
-    rank = max((len(s) for s in shapes), default=0)
-    out: list[int] = []
-    for i in range(rank):
-        size = 1
-        for s in shapes:
-            j = i - (rank - len(s))
-            if j < 0 or s[j] == 1:
-                continue
-            if size == 1:
-                size = s[j]
-            elif s[j] != size:
-                raise KernelDeclined(
-                    f"shapes {[tuple(x) for x in shapes]} cannot be broadcast "
-                    f"(dimension {i} is {size} and {s[j]})"
-                )
-        out.append(size)
-    return tuple(out)
 
 
 class KernelDeclined(Exception):

@@ -595,3 +595,32 @@ def test_reductions_take_a_dtype_from_the_result_type() -> None:
     aten.MeanOp([f], result_types=[TensorType(inf.F64, [])]).verify()
     with pytest.raises(VerifyException, match="floating-point result"):
         aten.MeanOp([f], result_types=[TensorType(inf.I64, [])]).verify()
+
+
+@pytest.mark.parametrize("shapes", BROADCAST_CASES, ids=str)
+def test_the_runtime_core_matches_torch_and_the_dialect(shapes: tuple[tuple[int, ...], ...]) -> None:
+    from fusec.runtime.broadcast import ShapesDoNotBroadcast, broadcast_shapes
+
+    try:
+        expected: tuple[int, ...] | None = tuple(torch.broadcast_shapes(*shapes))
+    except RuntimeError:
+        expected = None
+    try:
+        got: tuple[int, ...] | None = broadcast_shapes(shapes)
+    except ShapesDoNotBroadcast:
+        got = None
+    assert got == expected
+
+
+def test_the_runtime_core_imports_no_xdsl() -> None:
+    """The dialect's `broadcast_shapes` is the runtime's, which a warm start
+    (no xDSL imported) calls per kernel call."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; import fusec.runtime.broadcast, fusec.runtime.operands; "
+        "print(sorted(m for m in sys.modules if m == 'xdsl' or m.startswith('xdsl.')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
