@@ -109,8 +109,10 @@ def _static_call(
 ) -> Callable[..., Any]:
     """The callable for a graph of static shapes whose specialization compiled:
     `gm.forward` where it has no kernels, its program run without checks where
-    it has; `fn` itself (checks on every call) for symbolic sizes, or where its
-    key has parts Dynamo does not guard."""
+    it has; `fn` itself for symbolic sizes (its fast path then checks only what
+    varies with sizes: `CompiledFunction.guarded_by_dynamo`), or where its key
+    has parts no fast path covers."""
+    fn.guarded_by_dynamo = True
     if not _static(gm, example_inputs):
         return fn
     args = list(example_inputs)

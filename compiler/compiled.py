@@ -269,6 +269,10 @@ class CompiledFunction:
         self._parameters = tuple(gm.parameters()) if gm is not None else ()
         self._fast: Callable[[tuple[Any, ...]], Any] = _no_fast_path
         """The fast path of the key the last full-path call ran (`fusec.fast_call`)."""
+        self.guarded_by_dynamo = False
+        """Dynamo's guards hold every call's dtypes, devices, tensor types,
+        requires_grad and grad mode (a graph `fusec.backend` compiles): the fast
+        path checks only the parts of the key that vary with sizes."""
         self._fast_paths: dict[Any, Callable[[tuple[Any, ...]], Any] | None] = {}
         """Per key, its fast path (None: the key has none), made once."""
 

@@ -48,6 +48,12 @@ own checks, in Python, which a call of other sizes still passes:
         remember(a0, a1)                      # SEEN checks these sizes from now on
         return True
 
+A graph Dynamo handed over with symbolic sizes (`guarded_by_dynamo`, see
+`fusec.backend`) varies in sizes from call to call, but Dynamo's guards hold
+its dtypes, devices, tensor types, requires_grad and grad mode: its fast path
+checks, inline, only the key's shape parts (rank, size-1 dims, contiguity, the
+classes of sizes), and has no `SEEN`.
+
 A program without kernels (every op left to ATen) runs as the original
 function (`ORIGINAL(a0, a1)`, no host program): the call then costs what eager
 costs plus the checks.
@@ -120,6 +126,7 @@ def fast_path(
     ):
         return None
     grad = key[0]
+    dynamo = owner.guarded_by_dynamo
     n = len(params)
     checks = owner._size_checks if owner._size_checks and not owner._exact_shapes else ()
     arg_specs = key[1 : 1 + n]
@@ -163,11 +170,12 @@ def fast_path(
         else:
             env[f"DEV{i}"] = device
             on_device = f"{a}.device == DEV{i}"
-        checked.append(
-            f"    if not (type({a}) is Tensor and {a}.dtype is D{i} and {on_device}"
-            f" and {a}.layout is STRIDED and not {a}.is_nested):"
-        )
-        checked.append("        return False")
+        if not dynamo:
+            checked.append(
+                f"    if not (type({a}) is Tensor and {a}.dtype is D{i} and {on_device}"
+                f" and {a}.layout is STRIDED and not {a}.is_nested):"
+            )
+            checked.append("        return False")
         z = f"z{i}"
         checked.append(f"    {z} = {a}.shape")
         if owner._exact_shapes:
@@ -177,7 +185,7 @@ def fast_path(
             conds = [f"len({z}) == {len(shape)}"]
             conds += [f"{z}[{d}] {'==' if one else '!='} 1" for d, one in enumerate(shape)]
         conds.append(f"{'' if contiguous else 'not '}{a}.is_contiguous()")
-        if grad:
+        if grad and not dynamo:
             conds.append(f"not {a}.requires_grad")
         checked.append(f"    if not ({' and '.join(conds)}):")
         checked.append("        return False")
@@ -195,22 +203,27 @@ def fast_path(
         )
         checked.append("        return False")
     listed = ", ".join(tensors)
+    inline = [line.replace("return False", "return MISS") for line in checked[1:]]
     checked[0] = f"def checked({listed}):"
     checked += [f"    remember({listed})", "    return True"]
     env["remember"] = functools.partial(_remember, env)
     tensor_args = [args[int(a[1:])] for a in tensors]
-    env["SEEN"] = _tensor_guard(tensor_args) if tensors else None
+    env["SEEN"] = _tensor_guard(tensor_args) if tensors and not dynamo else None
 
     if trusted:
         lines = ["def fast(*args):", "    if BROKEN:", "        return owner(*args)"]
     else:
         lines = ["def fast(args):"]
-        lines.append(f"    if len(args) != {n} or grad_enabled() is not G:")
+        grad_mode = "" if dynamo else " or grad_enabled() is not G"
+        lines.append(f"    if len(args) != {n}{grad_mode}:")
         lines.append("        return MISS")
         if n:
             lines.append("    " + "".join(f"a{i}, " for i in range(n)) + "= args")
         lines += scalar_lines
-        if tensors:
+        if dynamo:  # sizes vary from call to call: the key's shape checks, inline
+            lines += inline
+            checked = []
+        elif tensors:
             lines.append(f"    if not (SEEN.check({listed}) or checked({listed})):")
             lines.append("        return MISS")
     if grad and owner._parameters:
@@ -231,7 +244,7 @@ def fast_path(
             f"    return ORIGINAL({', '.join(f'a{i}' for i in range(n))})",
         ]
         source = "\n".join(lines)
-        if tensors and not trusted:
+        if tensors and checked and not trusted:
             source += "\n" + "\n".join(checked)
         exec(source, env)  # noqa: S102 - source built from the key's parts only
         return env["fast"]
@@ -261,7 +274,7 @@ def fast_path(
         lines.append("    program.last_launches = owner.launches_per_call = n")
     lines += ["    owner.last = spec", "    return fill(results)"]
     if tensors and not trusted:
-        lines += checked
+        lines += checked  # empty where the checks are inline
     exec("\n".join(lines), env)  # noqa: S102 - source built from the key's parts only
     return env["fast"]
 

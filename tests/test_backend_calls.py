@@ -170,3 +170,43 @@ def test_a_module_under_no_grad_and_with_grad():
     y.sum().backward()
     want = torch.autograd.grad(m(x).sum(), m.w)[0]
     torch.testing.assert_close(m.w.grad, want)
+
+
+def test_symbolic_sizes_check_only_what_varies_with_sizes():
+    """Dynamo guards dtypes, devices, requires_grad and grad mode; the fast path
+    of a graph with symbolic sizes checks rank, size-1 dims, contiguity and how
+    a chunk cuts, and each change it sees takes the full path."""
+
+    def lstm_tail(gates: torch.Tensor, cx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        i, f, g, o = gates.chunk(4, 1)
+        cy = torch.sigmoid(f) * cx + torch.sigmoid(i) * torch.tanh(g)
+        return torch.sigmoid(o) * torch.tanh(cy), cy
+
+    rec = Recorder()
+    f = torch.compile(lstm_tail, backend=rec, dynamic=True)
+    args = (torch.randn(6, 32), torch.randn(6, 8))
+    for _ in range(2):
+        torch.testing.assert_close(f(*args), lstm_tail(*args))
+    fn = rec.graphs[-1]
+    assert fn is not None and fn.guarded_by_dynamo and fn.launches_per_call == 1
+    source = fn._fast.__globals__
+    assert "SEEN" in source and source["SEEN"] is None  # no C++ check: sizes vary
+    full: list[int] = []
+    full_path = fn._call
+
+    def counted(*a: object) -> object:
+        full.append(1)
+        return full_path(*a)
+
+    fn._call = counted  # type: ignore[method-assign]
+    for b, w in ((9, 32), (3, 48)):  # other sizes, chunks that cut alike: the fast path
+        new = (torch.randn(b, w), torch.randn(b, w // 4))
+        torch.testing.assert_close(f(*new), lstm_tail(*new))
+    assert full == []
+    # Strides and how a chunk cuts: Dynamo's guards or fusec's key decide (here
+    # Dynamo recompiles); either way the result is eager's.
+    for new in (
+        (torch.randn(32, 6).t(), torch.randn(6, 8)),  # not contiguous
+        (torch.randn(6, 4), torch.randn(6, 1)),  # pieces of size 1: they broadcast
+    ):
+        torch.testing.assert_close(f(*new), lstm_tail(*new))
