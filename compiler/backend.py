@@ -122,7 +122,9 @@ def _static_call(
         return fn
     # `fn` lives as long as what Dynamo calls does (`dynamo_graphs` holds weak refs).
     gm.fusec_graph = fn
-    if spec.program is None or (spec.program.launches == 0 and fn.options.use_kernels):
+    if spec.program is None or (
+        spec.program.launches == 0 and fn.options.use_kernels and not fn.options.cuda_graphs
+    ):
         fn.last, fn.launches_per_call = spec, 0
         return gm.forward
     fast = fast_path(fn, key, spec, args, trusted=True)
