@@ -14,7 +14,7 @@ the full path, which then installs the fast path of the key it found:
         if len(args) != 2 or grad_enabled() is not G:
             return MISS
         a0, a1 = args
-        if not (type(a0) is Tensor and a0.dtype is D0 and a0.is_cpu
+        if not (type(a0) in PLAIN and a0.dtype is D0 and a0.is_cpu
                 and a0.layout is STRIDED and not a0.is_nested):
             return MISS
         z0 = a0.shape
@@ -103,7 +103,10 @@ def fast_path(owner: Any, key: Any, spec: Any) -> Callable[[tuple[Any, ...]], An
         return None
     env: dict[str, Any] = {
         "MISS": MISS,
-        "Tensor": torch.Tensor,
+        # `nn.Parameter` too: AOTAutograd hands a model's parameters to the forward
+        # and backward graphs as they are (under no_grad), and a check of
+        # `type(a) is Tensor` sent every training call down the full path.
+        "PLAIN": (torch.Tensor, torch.nn.Parameter),
         "STRIDED": torch.strided,
         "grad_enabled": torch.is_grad_enabled,
         "G": grad,
@@ -137,7 +140,7 @@ def fast_path(owner: Any, key: Any, spec: Any) -> Callable[[tuple[Any, ...]], An
             env[f"DEV{i}"] = device
             on_device = f"{a}.device == DEV{i}"
         lines.append(
-            f"    if not (type({a}) is Tensor and {a}.dtype is D{i} and {on_device}"
+            f"    if not (type({a}) in PLAIN and {a}.dtype is D{i} and {on_device}"
             f" and {a}.layout is STRIDED and not {a}.is_nested):"
         )
         lines.append("        return MISS")
