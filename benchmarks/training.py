@@ -3,6 +3,7 @@
     python benchmarks/training.py [--rounds 10] [--no-inductor] [--no-iree]
                                   [--models lstm,mlp,gpt2] [--modes train,infer]
                                   [--threads N] [--cpu-time]
+                                  [--mlp-shapes 64x512-256-256-10,256x512-1024-1024-10]
 
 Two tables. Training: one step is zero_grad, forward, loss, backward and an SGD
 step. Inference: one forward under `torch.no_grad()`, where IREE's CPU backend
@@ -17,7 +18,8 @@ with `--threads 1`, it leaves out the time spent waiting for a core).
 Workloads: the seeds' LSTM (the usual cell unrolled over T=50 steps, H=256,
 batch 32), an MLP (512-1024-1024-10, batch 256) and a GPT-2-style block (dim 256,
 4 heads, batch 8, sequence 128); the models are those of the training tests
-(`tests/training_models.py`). Each compiled model is checked against eager on its
+(`tests/training_models.py`). `--mlp-shapes` runs the MLP at other sizes, one
+row each (`BATCHxIN-HIDDEN-...-OUT`, named so in the table). Each compiled model is checked against eager on its
 first step (loss and gradients; for inference, the outputs). Kernels: Inductor's
 generated kernels in the forward and the backward graph
 (`torch._inductor.metrics.generated_kernel_count` across the first forward and
@@ -52,6 +54,24 @@ WORKLOADS: dict[str, Callable[[], tuple[torch.nn.Module, tuple, Any]]] = {
 }
 
 
+def mlp_workload(shape: str) -> Callable[[], tuple[torch.nn.Module, tuple, Any]]:
+    """`"256x512-1024-1024-10"` -> the MLP of those layer widths on a batch of 256."""
+    try:
+        batch, widths = shape.split("x")
+        sizes = tuple(int(w) for w in widths.split("-"))
+        if int(batch) < 1 or len(sizes) < 2 or min(sizes) < 1:
+            raise ValueError
+        if sizes[-1] < 10:
+            raise SystemExit(
+                f"--mlp-shapes: {shape!r}: the loss's targets are 10 classes (OUT >= 10)"
+            )
+    except ValueError:
+        raise SystemExit(
+            f"--mlp-shapes: {shape!r} is not BATCHxIN-HIDDEN-...-OUT (e.g. 64x512-256-256-10)"
+        ) from None
+    return lambda: make_mlp(batch=int(batch), sizes=sizes)
+
+
 def step_fn(model: torch.nn.Module, forward: Callable[..., Any], inputs: tuple, loss_fn: Any):
     opt = torch.optim.SGD(model.parameters(), lr=1e-3)
 
@@ -66,6 +86,8 @@ def step_fn(model: torch.nn.Module, forward: Callable[..., Any], inputs: tuple, 
 
 
 CLOCK: Callable[[], float] = time.perf_counter
+NAME_WIDTH = 6
+"""The model column's width (`--mlp-shapes` rows are named by their shape)."""
 
 
 def bench(steps: dict[str, Callable[[], Any]], rounds: int) -> dict[str, float]:
@@ -143,7 +165,7 @@ def ratios(t: dict[str, float]) -> str:
 
 def train_table(models: list[str], rounds: int, inductor: bool) -> None:
     header = (
-        f"{'model':6} | {'eager ms':>9} | {'inductor ms':>11} {'fw k':>5} {'bw k':>5} "
+        f"{'model':{NAME_WIDTH}} | {'eager ms':>9} | {'inductor ms':>11} {'fw k':>5} {'bw k':>5} "
         f"{'compile s':>9} | {'fusec ms':>9} {'fw k':>5} {'bw k':>5} {'compile s':>9} "
         f"{'kernels_compiled':>16} | {'f/e':>5} {'f/i':>5}"
     )
@@ -173,7 +195,7 @@ def train_table(models: list[str], rounds: int, inductor: bool) -> None:
         if inductor:
             ind_cells = f"{t['inductor'] * 1e3:11.2f} {ind_fw:5d} {ind_bw:5d} {ind_cs:9.1f}"
         print(
-            f"{name:6} | {t['eager'] * 1e3:9.2f} | {ind_cells} | {t['fusec'] * 1e3:9.2f} "
+            f"{name:{NAME_WIDTH}} | {t['eager'] * 1e3:9.2f} | {ind_cells} | {t['fusec'] * 1e3:9.2f} "
             f"{fw:5d} {bw:5d} {cs:9.1f} {compiled:16d} | {ratios(t)}",
             flush=True,
         )
@@ -195,7 +217,7 @@ def compiled_inference(
 
 def infer_table(models: list[str], rounds: int, inductor: bool, iree: str | None) -> None:
     header = (
-        f"{'model':6} | {'eager ms':>9} | {'inductor ms':>11} {'compile s':>9} | "
+        f"{'model':{NAME_WIDTH}} | {'eager ms':>9} | {'inductor ms':>11} {'compile s':>9} | "
         f"{'iree ms':>9} {'compile s':>9} | {'fusec ms':>9} {'k':>4} {'compile s':>9} | "
         f"{'f/e':>5} {'f/i':>5}"
     )
@@ -228,7 +250,7 @@ def infer_table(models: list[str], rounds: int, inductor: bool, iree: str | None
         if "iree" in t:
             cells["iree"] = f"{t['iree'] * 1e3:9.2f} {compile_s['iree']:9.1f}"
         print(
-            f"{name:6} | {t['eager'] * 1e3:9.2f} | {cells['inductor']} | {cells['iree']} | "
+            f"{name:{NAME_WIDTH}} | {t['eager'] * 1e3:9.2f} | {cells['inductor']} | {cells['iree']} | "
             f"{t['fusec'] * 1e3:9.2f} {kernels:4d} {compile_s['fusec']:9.1f} | {ratios(t)}",
             flush=True,
         )
@@ -245,8 +267,13 @@ def main() -> None:
         "--threads", type=int, default=0, help="threads for torch and fusec (0: all cores)"
     )
     ap.add_argument("--cpu-time", action="store_true", help="time with the process's CPU time")
+    ap.add_argument(
+        "--mlp-shapes",
+        default="",
+        help="MLP sizes to run as well, comma-separated BATCHxIN-HIDDEN-...-OUT",
+    )
     opts = ap.parse_args()
-    global CLOCK
+    global CLOCK, NAME_WIDTH
     if opts.cpu_time:
         CLOCK = time.process_time
     if opts.threads:
@@ -264,7 +291,14 @@ def main() -> None:
         f"IREE: {iree or 'not installed (skipped)'}, "
         f"{'CPU' if opts.cpu_time else 'wall'} time, median of {opts.rounds}"
     )
-    models = opts.models.split(",")
+    models = [m for m in opts.models.split(",") if m]
+    for shape in filter(None, opts.mlp_shapes.split(",")):
+        WORKLOADS[shape] = mlp_workload(shape)
+        models.append(shape)
+    NAME_WIDTH = max([6, *map(len, models)])
+    unknown = [m for m in models if m not in WORKLOADS]
+    if unknown:
+        raise SystemExit(f"--models: unknown {unknown}; known: {sorted(WORKLOADS)}")
     if "train" in modes:
         train_table(models, opts.rounds, not opts.no_inductor)
     if "infer" in modes:

@@ -137,7 +137,10 @@ def fast_path(
         return None
     env: dict[str, Any] = {
         "MISS": MISS,
-        "Tensor": torch.Tensor,
+        # `nn.Parameter` too: AOTAutograd hands a model's parameters to the forward
+        # and backward graphs as they are (under no_grad), and a check of
+        # `type(a) is Tensor` sent every training call down the full path.
+        "PLAIN": _PLAIN,
         "STRIDED": torch.strided,
         "grad_enabled": torch.is_grad_enabled,
         "G": grad,
@@ -173,7 +176,7 @@ def fast_path(
             on_device = f"{a}.device == DEV{i}"
         if not dynamo:
             checked.append(
-                f"    if not (type({a}) is Tensor and {a}.dtype is D{i} and {on_device}"
+                f"    if not (type({a}) in PLAIN and {a}.dtype is D{i} and {on_device}"
                 f" and {a}.layout is STRIDED and not {a}.is_nested):"
             )
             checked.append("        return False")
@@ -280,6 +283,10 @@ def fast_path(
     return env["fast"]
 
 
+_PLAIN = (torch.Tensor, torch.nn.Parameter)
+"""The tensor types a fast path takes: `nn.Parameter` too, since AOTAutograd
+hands a model's parameters to its forward and backward graphs as they are."""
+
 _MAX_REMEMBERED = 16
 """How many times a fast path's C++ check is made again for new sizes; past
 that, calls of other sizes than the last remembered pay for both checks."""
@@ -289,7 +296,7 @@ def _tensor_guard(tensors: Sequence[torch.Tensor]) -> Any:
     """A C++ check that tensors have exactly the type, dtype, device, dispatch
     keys, requires_grad, sizes and strides of `tensors` (`check(*tensors)`),
     or one that never passes where PyTorch has none or a tensor is a subclass."""
-    if _TensorGuards is None or any(type(t) is not torch.Tensor for t in tensors):
+    if _TensorGuards is None or any(type(t) not in _PLAIN for t in tensors):
         return _NEVER
     # None: every size and stride is static, checked for equality.
     return _TensorGuards(*tensors, dynamic_dims_sizes=None, dynamic_dims_strides=None)

@@ -4,7 +4,7 @@ Each is a `-p` pipeline string, so `fusec-opt --fuse x.mlir` is exactly
 `fusec-opt -p <FUSE_PIPELINE> x.mlir`.
 """
 
-FUSE_PIPELINE = "functionalize,raise-linear,decompose,decompose-reductions,sink-views,broadcasting-chunk,lower-broadcasting-chunk,fuse,fuse-concat-exits,fuse,remove-outputs-used-only-in-size,share-group-kernels,fold-matmul-bias"
+FUSE_PIPELINE = "functionalize,fold-transpose-pairs,raise-linear,decompose,decompose-reductions,sink-views,broadcasting-chunk,lower-broadcasting-chunk,fuse,fuse-concat-exits,fuse,remove-outputs-used-only-in-size,share-group-kernels,fold-matmul-bias"
 """The default fusion pipeline: raise ATen's flattened N-d linears back to
 `aten.linear` (`raise-linear`), split biases out of linear/addmm, expand
 softmax/log_softmax/layer_norm into reductions + pointwise (reductions keep their
@@ -13,7 +13,9 @@ their pointwise producers (as the seeds' BroadcastingChunk) and lower what is le
 to per-operand chunks, then fuse; cats of a group's outputs join it as exits, and
 a second `fuse` merges what the cat's uses had kept apart (the group can now move
 past the cat's old position, as the seeds' backward LSTM needs). First, in-place
-writes that no alias observes become plain values (`functionalize`); last, group
+writes that no alias observes become plain values (`functionalize`) and a
+transpose of a transpose of the same dims is its source (`fold-transpose-pairs`,
+AOTAutograd's backward of every linear has two); last, group
 outputs read only for their size are dropped (`remove-outputs-used-only-in-size`),
 and groups that are a repeated kernel but for a boundary (an unrolled loop's first
 and last steps) become that kernel (`share-group-kernels`); bias adds nothing

@@ -35,10 +35,13 @@ import torch
 import torch.fx
 from fusec.compiled import CompiledFunction, CompileOptions
 
+# Not `threshold_backward` (relu's): the ATen table imports it as
+# `where(x <= threshold, 0, grad)` with the 0 a constant of the kernel, where its
+# decomposition traces the 0 as an `aten.scalar_tensor` that fusec runs opaque on
+# every call and passes to the kernel as one more guarded input.
 _POINTWISE_BACKWARD_OPS = (
     "sigmoid_backward",
     "tanh_backward",
-    "threshold_backward",
     "gelu_backward",
     "silu_backward",
     "hardtanh_backward",

@@ -9,6 +9,7 @@ from xdsl.passes import ModulePass
 _PASSES: tuple[tuple[str, str, str], ...] = (
     # (pass name, module in fusec.passes, class)
     ("functionalize", "functionalize", "FunctionalizePass"),
+    ("fold-transpose-pairs", "fold_transpose_pairs", "FoldTransposePairsPass"),
     ("decompose", "decompose", "DecomposePass"),
     ("raise-linear", "raise_linear", "RaiseLinearPass"),
     ("decompose-reductions", "decompose_reductions", "DecomposeReductionsPass"),

@@ -4,6 +4,8 @@ full path and gets the results (and specializations) the full path gives."""
 
 from __future__ import annotations
 
+import copy
+
 import fusec
 import pytest
 import torch
@@ -189,6 +191,10 @@ def test_launches_are_counted_per_call_where_a_guard_is_not_implied():
 
 # The C++ check (`SEEN`, TensorGuards) of the sizes and strides of calls that had the key.
 
+
+class _Marked(torch.Tensor):
+    """A tensor subclass: its own `__torch_function__` may change what ops do."""
+
 _CHANGES = {
     "dtype": lambda g, c: (g.double(), c.double()),
     "device": lambda g, c: (g, c.to("meta")),
@@ -196,7 +202,7 @@ _CHANGES = {
     "contiguity": lambda g, c: (g, c.t().contiguous().t()),
     "requires_grad": lambda g, c: (g, c.clone().requires_grad_()),
     "a scalar for a tensor": lambda g, c: (g, 2.0),
-    "a subclass": lambda g, c: (g, torch.nn.Parameter(c, requires_grad=False)),
+    "a subclass": lambda g, c: (g, c.as_subclass(_Marked)),
 }
 
 
@@ -298,3 +304,63 @@ def test_use_kernels_false_keeps_running_the_program():
         torch.testing.assert_close(f(a, b), torch.sigmoid(a) + b)
     assert f._fast((a, b)) is not MISS
     assert len(calls) == 1  # fx traced it once; the program ran every call
+
+
+def test_parameters_take_the_fast_path_as_tensors_do():
+    """AOTAutograd calls a model's forward and backward graphs with its
+    `nn.Parameter`s themselves (grad mode off): they are plain strided tensors,
+    so those calls stay on the fast path, and a parameter's new values are read."""
+
+    def affine(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return torch.relu(x * w + b)
+
+    f = fusec.compile(affine)
+    x = torch.randn(8, 16)
+    w, b = torch.nn.Parameter(torch.randn(16)), torch.nn.Parameter(torch.randn(16))
+    with torch.no_grad():
+        _same(f, affine, x, w, b)
+        assert f._fast is not None and f._fast((x, w, b)) is not MISS
+        w.mul_(-2.0)
+        _same(f, affine, x, w, b)
+        assert f.launches_per_call == 1
+
+    # Another subclass of Tensor still takes the full path.
+    class Marked(torch.Tensor):
+        pass
+
+    assert f._fast((x, w.detach().as_subclass(Marked), b)) is MISS
+
+
+def test_training_graphs_of_a_model_take_the_fast_path():
+    """The forward and backward graphs of `torch.compile(mlp, backend="fusec")`
+    run their programs without the full path after the first step."""
+    from fusec.training import clear_compiled_graphs, compiled_graphs
+
+    torch._dynamo.reset()
+    clear_compiled_graphs()
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
+    reference = copy.deepcopy(model)
+    x = torch.randn(5, 8)
+    g = torch.compile(model, backend="fusec")
+    g(x).square().sum().backward()
+    graphs = compiled_graphs()
+    assert {c.kind for c in graphs} == {"forward", "backward"}
+    full: list[str] = []
+    for c in graphs:
+        inner = c.function._call
+
+        def counted(args, kwargs, inner=inner, kind=c.kind):
+            full.append(kind)
+            return inner(args, kwargs)
+
+        c.function._call = counted
+    model.zero_grad()
+    got = g(x)
+    got.square().sum().backward()
+    assert full == []
+    want = reference(x)
+    want.square().sum().backward()
+    torch.testing.assert_close(got, want)
+    for p, q in zip(model.parameters(), reference.parameters(), strict=True):
+        torch.testing.assert_close(p.grad, q.grad)

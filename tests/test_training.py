@@ -313,3 +313,33 @@ def test_torch_compile_dynamic_shapes_train_through_fusec(name: str) -> None:
         reference.zero_grad()
     kinds = [c.kind for c in compiled_graphs()]
     assert "forward" in kinds and "backward" in kinds
+
+
+def test_relu_backward_is_one_kernel_with_no_opaque_op() -> None:
+    """relu's `threshold_backward` reaches fusec whole and imports as
+    `where(x <= 0, 0, grad)` with the 0 a constant of the kernel: no
+    `aten.scalar_tensor` (its decomposition's) runs opaque on every backward call
+    or is handed to the kernel as a guarded input. Gradients match eager's, zero
+    ones included (inputs exactly 0 where relu's gradient is 0)."""
+
+    def fn(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return torch.relu(x @ w.t() + b) * 2.0
+
+    torch.manual_seed(0)
+    x = torch.randn(6, 5)
+    x[0] = 0.0
+    w, b = torch.randn(4, 5), torch.randn(4)
+    b[1] = 0.0
+    f = fusec.compile(fn)
+    grads = []
+    for call in (fn, f):
+        ws = [w.clone().requires_grad_(), b.clone().requires_grad_()]
+        call(x, *ws).sum().backward()
+        grads.append([t.grad for t in ws])
+    for got, want in zip(grads[1], grads[0], strict=True):
+        torch.testing.assert_close(got, want)
+    forward, backward = f.compiled_graphs
+    assert backward.launches_per_call == 1
+    assert "threshold_backward" in str(backward.gm.code)
+    assert "aten.opaque" not in backward.function.ir()
+    assert "scalar_tensor" not in backward.function.ir()
