@@ -131,6 +131,73 @@ def test_other_dtypes(dtype):
     _check_variant([a, b], body, lambda x, y: x + y)
 
 
+BLOCK_DTYPES = [
+    torch.float32,
+    torch.float64,
+    torch.float16,
+    torch.bfloat16,
+    torch.int32,
+    torch.int64,
+    torch.int16,
+    torch.int8,
+]
+"""Every dtype a CPU kernel computes in but bool (uint8 kernels are not built
+at all: `lower-group-to-loops` refuses them and the group runs eagerly)."""
+
+
+def _distinct(shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
+    """Values that tell elements apart (in range of every dtype here), so an
+    element a block transpose puts in the wrong place shows."""
+    n = torch.arange(int(torch.tensor(shape).prod())).reshape(shape)
+    return (n % 97 + n // 97 % 13).to(dtype)
+
+
+@pytest.mark.parametrize("bits", [256, 512])
+@pytest.mark.parametrize("dtype", BLOCK_DTYPES)
+def test_block_transpose_every_dtype_and_width(monkeypatch, dtype, bits):
+    # Tiles of whole blocks (64 x 128), tiles with rows and columns left over
+    # (sizes not multiples of 4, 8 or 16), and tiles smaller than one block,
+    # at both register widths (8 x 8 / 16 x 16 f32 blocks, 4 x 4 / 8 x 8 f64).
+    import fusec.llvm_jit
+    from fusec.dialects import inference
+
+    from tests import test_codegen
+
+    monkeypatch.setattr(fusec.llvm_jit, "host_vector_width", lambda: bits)
+    monkeypatch.setitem(test_codegen.DT, torch.int8, inference.I8)
+    monkeypatch.setitem(test_codegen.DT, torch.int16, inference.I16)
+    probe = [_distinct((8, 8), dtype).t(), _distinct((8, 8), dtype)]
+    group = make_group(probe, lambda b, x, y: b.AddOp(x, y))
+    kernel = cpu.CpuKernel(build_kernel(group, TILED_CPU))
+    for r, c in [(TILE_OUTER, TILE_INNER), (67, 131), (2 * TILE_OUTER + 9, 17), (5, 7), (16, 16)]:
+        a, b = _distinct((c, r), dtype).t(), _distinct((r, c), dtype).flip(0)
+        (got,) = kernel([a, b])
+        torch.testing.assert_close(got, a + b)
+
+
+@pytest.mark.parametrize("perm", [(2, 0, 1), (1, 2, 0), (0, 2, 1)])
+def test_block_transpose_3d_permutes_of_whole_blocks(perm):
+    # Dims that are multiples of 16: every tile is whole blocks.
+    x = _distinct((4, 64, 48), torch.float32).permute(perm)
+    y = torch.randn(x.shape)
+    _check_variant([x, y], _add_relu, lambda p, q: torch.relu(p + q))
+
+
+@pytest.mark.parametrize("threads", [2, 3, 5])
+def test_block_transpose_split_over_threads(monkeypatch, threads):
+    # Each thread's rows start where the split puts them, mid-block as often
+    # as not; a broadcast row and a transposed half operand in the same kernel.
+    monkeypatch.setattr(cpu, "num_threads", lambda: threads)
+    a = torch.randn(515, 300).t()  # [300, 515]
+    h = torch.randn(515, 300, dtype=torch.float16).t()
+    row = torch.randn(515)
+
+    def body(b, x, y, r):
+        return b.MulOp(b.AddOp(x, y), r)
+
+    _check_variant([a, h, row], body, lambda x, y, r: (x + y) * r)
+
+
 def test_bool_operand_transposed():
     m = (torch.randn(40, 30) > 0).t()
     x = torch.randn(30, 40)
