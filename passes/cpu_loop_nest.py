@@ -71,6 +71,14 @@ TILE_INNER = 128
 the vectorized body and the other tensors' prefetchers; a buffer is
 TILE_OUTER * TILE_INNER elements (32 KiB of f32, on the stack)."""
 
+MAX_LANES = 8
+"""The widest block a transposed operand is copied by (8 x 8: one AVX2
+register per f32 row, three rounds of shuffles). 16 x 16 f32 blocks in AVX-512
+registers measured no faster (relu(a.t() + b), one thread, 2^16/2^20/2^24:
+34/1635/71312 us against 35/1685/72603 us at 8 x 8, within noise) and double
+the shuffles LLVM and xDSL compile per operand (the LSTM tail's tiled variant:
+2.9 s against 1.5 s)."""
+
 STACK_LIMIT = 1 << 20
 """Bytes of tile buffers a kernel may put on its stack (worker threads have 8 MiB
 stacks): a kernel whose operands would need more gets no tiled nest."""
@@ -399,16 +407,15 @@ class _Pack:
 def transpose_lanes(ref: SSAValue, vector_bits: int) -> int:
     """The side of the square blocks a transposed operand of flat memref `ref`
     is copied by: as many elements as a `vector_bits` register holds, at most
-    16 (256 of them in flight: 16 registers of 16 f32 on AVX-512, 8 x 8 on
-    AVX2); 0 for bool (a byte in memory, an i1 in registers) and for fewer
-    than 4, where the shuffles cost more than the scalar copy they replace."""
+    `MAX_LANES`; 0 for bool (a byte in memory, an i1 in registers) and for
+    fewer than 4, where the shuffles cost more than the scalar copy they
+    replace."""
     t = ref.type
     assert isinstance(t, MemRefType)
-    et = t.get_element_type()
-    width = getattr(et, "bitwidth", 1)
+    width = getattr(t.get_element_type(), "bitwidth", 1)
     if width < 8:
         return 0
-    lanes = min(16, vector_bits // width)
+    lanes = min(MAX_LANES, vector_bits // width)
     return lanes if lanes >= 4 else 0
 
 

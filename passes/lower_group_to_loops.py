@@ -867,8 +867,9 @@ class LowerGroupToLoopsPass(ModulePass):
     kernel the runtime builds for such layouts (`fusec.codegen.TILED_CPU`)."""
     vector_bits: int = 256
     """(cpu, tile) The register width a transposed operand's blocks are
-    transposed in: 8 x 8 f32 blocks at 256 (AVX2), 16 x 16 at 512 (AVX-512;
-    what the runtime asks for on such hosts, `fusec.llvm_jit.host_vector_width`)."""
+    transposed in: 4 x 4 f64 blocks at 256 (AVX2), 8 x 8 at 512 (AVX-512; what
+    the runtime asks for on such hosts, `fusec.llvm_jit.host_vector_width`);
+    8 x 8 for 32-bit and narrower types at either (`cpu_loop_nest.MAX_LANES`)."""
 
     def __post_init__(self) -> None:
         if self.target not in ("cpu", "nvptx"):

@@ -157,7 +157,7 @@ def _distinct(shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
 def test_block_transpose_every_dtype_and_width(monkeypatch, dtype, bits):
     # Tiles of whole blocks (64 x 128), tiles with rows and columns left over
     # (sizes not multiples of 4, 8 or 16), and tiles smaller than one block,
-    # at both register widths (8 x 8 / 16 x 16 f32 blocks, 4 x 4 / 8 x 8 f64).
+    # at both register widths (8 x 8 f32 blocks at both, 4 x 4 / 8 x 8 f64).
     import fusec.llvm_jit
     from fusec.dialects import inference
 
@@ -177,7 +177,7 @@ def test_block_transpose_every_dtype_and_width(monkeypatch, dtype, bits):
 
 @pytest.mark.parametrize("perm", [(2, 0, 1), (1, 2, 0), (0, 2, 1)])
 def test_block_transpose_3d_permutes_of_whole_blocks(perm):
-    # Dims that are multiples of 16: every tile is whole blocks.
+    # Dims that are multiples of 8: every tile is whole blocks.
     x = _distinct((4, 64, 48), torch.float32).permute(perm)
     y = torch.randn(x.shape)
     _check_variant([x, y], _add_relu, lambda p, q: torch.relu(p + q))
