@@ -332,12 +332,50 @@ def test_a_kernel_loaded_by_key_finds_its_variant_on_disk(tmp_path, monkeypatch)
     torch.testing.assert_close(loaded([t, b])[0], torch.relu(t + b))
     assert loaded._tiled is not None
     assert (warm.stats.kernels_compiled, warm.stats.disk_hits) == (0, 2)
-    # With no variant on disk, the kernel runs its plain nest, still right.
+    # With no variant on disk, it is built from the group text the kernel's
+    # entry keeps, on the first launch that wants it, and stored for later.
     monkeypatch.setattr(cpu, "_loaded", {})
     cold = tmp_path / "other"
     first = KernelCache(directory=cold)
     key, _ = first.keyed_kernel_for(group)
     monkeypatch.setattr(cpu, "_loaded", {})
-    plain = KernelCache(directory=cold).kernel_by_key(key)
-    torch.testing.assert_close(plain([t, b])[0], torch.relu(t + b))
-    assert plain._tiled is None
+    second = KernelCache(directory=cold)
+    built = second.kernel_by_key(key)
+    torch.testing.assert_close(built([t, b])[0], torch.relu(t + b))
+    assert built._tiled is not None
+    assert (second.stats.kernels_compiled, second.stats.disk_hits) == (1, 1)
+    monkeypatch.setattr(cpu, "_loaded", {})
+    third = KernelCache(directory=cold)
+    assert third.kernel_by_key(key)([t, b])[0].equal(torch.relu(t + b))
+    assert (third.stats.kernels_compiled, third.stats.disk_hits) == (0, 2)
+
+
+def test_a_kernel_entry_without_group_text_runs_its_plain_nest(tmp_path, monkeypatch):
+    # An entry with no (or unparseable) group text, and no variant on disk:
+    # the kernel runs its plain nest, still right, and nothing is built.
+    from fusec.runtime import cache as cache_module
+
+    t, b = torch.randn(50, 30).t(), torch.randn(30, 50)
+    group = make_group([t, b], _add_relu)
+    for text in ("", "not IR {"):
+        monkeypatch.setattr(cache_module, "group_text", lambda _g, text=text: text)
+        d = tmp_path / str(len(text))
+        key, _ = KernelCache(directory=d).keyed_kernel_for(group)
+        monkeypatch.setattr(cpu, "_loaded", {})
+        plain = KernelCache(directory=d)
+        kernel = plain.kernel_by_key(key)
+        torch.testing.assert_close(kernel([t, b])[0], torch.relu(t + b))
+        assert kernel._tiled is None and plain.stats.kernels_compiled == 0
+
+
+def test_group_text_round_trips_to_the_same_key():
+    from fusec.runtime.cache import group_from_text, group_text
+
+    cache = KernelCache(directory=None)
+    for inputs, body in [
+        ([torch.randn(5, 3).t(), torch.randn(3, 5)], _add_relu),
+        ([torch.randn(4, 6), torch.randn(4, 1)], _sigmoid_mul),
+    ]:
+        group = make_group(inputs, body)
+        again = group_from_text(group_text(group))
+        assert again is not None and cache.key(again) == cache.key(group)
