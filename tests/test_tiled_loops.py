@@ -176,8 +176,11 @@ def test_block_transpose_every_dtype_and_width(monkeypatch, dtype, bits):
 
 
 @pytest.mark.parametrize("perm", [(2, 0, 1), (1, 2, 0), (0, 2, 1)])
-def test_block_transpose_3d_permutes_of_whole_blocks(perm):
-    # Dims that are multiples of 8: every tile is whole blocks.
+def test_block_transpose_3d_permutes_of_whole_blocks(monkeypatch, perm):
+    # Dims that are multiples of 8: every tile is whole blocks. One thread: a
+    # split may narrow the tiled dim (48 rows in 8 chunks of 6, say), which
+    # leaves no whole block to transpose. (1, 2, 0) tiles a dim of 4: edges only.
+    monkeypatch.setattr(cpu, "num_threads", lambda: 1)
     x = _distinct((4, 64, 48), torch.float32).permute(perm)
     y = torch.randn(x.shape)
     _check_variant([x, y], _add_relu, lambda p, q: torch.relu(p + q))
