@@ -62,6 +62,7 @@ def llvm_pipeline(target: str = "cpu") -> str:
             "convert-scf-to-cf",
             "convert-arith-to-llvm",
             "convert-memref-to-llvm",
+            "convert-vector-to-llvm",
             "convert-cf-to-llvm",
             "convert-func-to-llvm",
             _math_pass(target),
@@ -139,9 +140,15 @@ def kernel_llvm_ir(
     if target != "cpu" and not is_gpu_target(target):
         raise ValueError(f"build_kernel: unknown target '{target}' (expected 'cpu' or 'sm_XX')")
     name = _kernel_name(group, target) + ("_tiled" if tile else "")
+    bits = 256
+    if tile:
+        from fusec.llvm_jit import host_vector_width
+
+        bits = host_vector_width() or 256
     fn, sig = build_loop_kernel(
-        name, group.body.block, group.outputs.types, "cpu" if target == "cpu" else "nvptx", tile
-    )
+        name, group.body.block, group.outputs.types, "cpu" if target == "cpu" else "nvptx", tile,
+        bits,
+    )  # fmt: skip
     module = ModuleOp([fn])
     lower_to_llvm_dialect(module, target)
     return name, translate_to_llvm_ir(module, target), sig

@@ -33,6 +33,7 @@ _PASSES: tuple[tuple[str, str, str], ...] = (
     ("convert-arith-to-llvm", "convert_arith_to_llvm", "ConvertArithToLLVMPass"),
     ("convert-math-to-llvm", "convert_math_to_llvm", "ConvertMathToLLVMPass"),
     ("convert-memref-to-llvm", "convert_memref_to_llvm", "ConvertMemrefToLLVMPass"),
+    ("convert-vector-to-llvm", "convert_vector_to_llvm", "ConvertVectorToLLVMPass"),
     ("convert-cf-to-llvm", "convert_cf_to_llvm", "ConvertCfToLLVMPass"),
     ("convert-func-to-llvm", "convert_func_to_llvm", "ConvertFuncToLLVMPass"),
 )

@@ -28,6 +28,7 @@ from xdsl.dialects.builtin import (
     MemRefType,
     ModuleOp,
     UnrealizedConversionCastOp,
+    VectorType,
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
@@ -55,6 +56,8 @@ def llvm_type(t: Attribute) -> Attribute:
         return I16
     if isinstance(t, MemRefType):
         return llvm.LLVMPointerType()
+    if isinstance(t, VectorType) and isinstance(t.element_type, BFloat16Type):
+        return VectorType(I16, t.get_shape())
     return t
 
 

@@ -574,10 +574,12 @@ def build_loop_kernel(
     result_types: Sequence[Attribute],
     target: str = "cpu",
     tile: bool = False,
+    vector_bits: int = 256,
 ) -> tuple[func.FuncOp, KernelSignature]:
     """Builds the loop-level kernel of a group body (block args = group inputs,
     terminator yields the outputs), and its plain-data signature. `tile` (cpu)
-    adds the tiled nest for transposed operands (`fusec.passes.cpu_loop_nest`)."""
+    adds the tiled nest for transposed operands (`fusec.passes.cpu_loop_nest`),
+    which transposes blocks in `vector_bits` registers."""
     if any(op.has_trait(aten.Reduction) for op in body.ops):
         from fusec.passes.lower_reduction_to_loops import build_reduction_kernel
 
@@ -707,6 +709,7 @@ def build_loop_kernel(
                 c1,
                 lambda ops, refs, offs: emit_body(_Emitter(ops), refs, offs),
                 tile,
+                vector_bits,
             )
         )
     return finish_kernel(
@@ -825,9 +828,10 @@ class LowerKernelFunc(RewritePattern):
     -> func.func @k(%begin: index, %end: index, %n0: index, %x: memref<?xf32>, ...)
     """
 
-    def __init__(self, target: str, tile: bool = False):
+    def __init__(self, target: str, tile: bool = False, vector_bits: int = 256):
         self.target = target
         self.tile = tile
+        self.vector_bits = vector_bits
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: func.FuncOp, rewriter: PatternRewriter, /):
@@ -840,6 +844,7 @@ class LowerKernelFunc(RewritePattern):
                 op.function_type.outputs.data,
                 self.target,
                 self.tile,
+                self.vector_bits,
             )
         except DiagnosticException as e:
             from fusec.diagnostics import LocatedError, op_location
@@ -860,6 +865,11 @@ class LowerGroupToLoopsPass(ModulePass):
     tile: bool = False
     """(cpu) Also a tiled nest, run on launches with a transposed operand: the
     kernel the runtime builds for such layouts (`fusec.codegen.TILED_CPU`)."""
+    vector_bits: int = 256
+    """(cpu, tile) The register width a transposed operand's blocks are
+    transposed in: 4 x 4 f64 blocks at 256 (AVX2), 8 x 8 at 512 (AVX-512; what
+    the runtime asks for on such hosts, `fusec.llvm_jit.host_vector_width`);
+    8 x 8 for 32-bit and narrower types at either (`cpu_loop_nest.MAX_LANES`)."""
 
     def __post_init__(self) -> None:
         if self.target not in ("cpu", "nvptx"):
@@ -869,5 +879,5 @@ class LowerGroupToLoopsPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         PatternRewriteWalker(
-            LowerKernelFunc(self.target, self.tile), apply_recursively=False
+            LowerKernelFunc(self.target, self.tile, self.vector_bits), apply_recursively=False
         ).rewrite_module(op)

@@ -284,6 +284,36 @@ def artifact_header(key: str, fingerprint: str, artifact: Any) -> dict[str, Any]
     }
 
 
+def group_text(group: GroupOp) -> str:
+    """`group` as a module that parses on its own (`group_from_text`): a
+    function whose arguments stand for the group's operands. What a CPU
+    kernel's entry keeps, so that a process that loads the kernel by key can
+    build its tiled variant (`fusec.codegen.TILED_CPU`) on first need."""
+    from xdsl.dialects import func
+    from xdsl.dialects.builtin import ModuleOp
+    from xdsl.ir import Block, Region
+
+    block = Block(arg_types=[v.type for v in group.operands])
+    clone = group.clone(value_mapper=dict(zip(group.operands, block.args, strict=True)))
+    block.add_ops([clone, func.ReturnOp(*clone.results)])
+    types = ([v.type for v in group.operands], list(group.result_types))
+    fn = func.FuncOp("group", types, Region(block))
+    return str(ModuleOp([fn]))
+
+
+def group_from_text(text: str) -> GroupOp | None:
+    """The group of a `group_text`, or None when the text does not parse to one."""
+    from fusec.compiled import _context
+    from fusec.dialects.fusion import GroupOp
+    from xdsl.parser import Parser
+
+    try:
+        module = Parser(_context(), text).parse_module()
+    except Exception:  # noqa: BLE001 - a damaged entry's text: no variant, not an error
+        return None
+    return next((op for op in module.walk() if isinstance(op, GroupOp)), None)
+
+
 def artifact_from_entry(header: dict[str, Any], payload: bytes) -> Any:
     """The `KernelArtifact` of a validated entry (its code is the payload)."""
     from fusec.runtime.kernel_signature import KernelArtifact, KernelSignature
@@ -476,11 +506,29 @@ class KernelCache:
                 with self._lock:
                     kernel = self._memory.setdefault(key, kernel)
                 if target == "cpu" and getattr(kernel, "tiled_variant", False) is None:
-                    # No group to build it from: a variant an earlier process built.
-                    kernel.tiled_variant = functools.partial(
-                        self.kernel_by_key, tiled_key(key), TILED_CPU
-                    )
+                    # No group at hand: a variant an earlier process built, else
+                    # one built from the group text the entry keeps.
+                    kernel.tiled_variant = functools.partial(self._variant_by_key, key)
             return kernel
+
+    def _variant_by_key(self, key: str) -> Any | None:
+        """The tiled variant of the CPU kernel keyed `key`, wanted by a warm-started
+        program (kernels by key, no groups): from its disk entry if an earlier
+        process built it, else built from the group text the kernel's entry
+        keeps (`group_text`), or None when there is neither."""
+        variant = self.kernel_by_key(tiled_key(key), TILED_CPU)
+        if variant is not None:
+            return variant
+        path = self._disk_path(key)
+        try:
+            entry = None if path is None else read_entry(path)
+        except CorruptEntry:
+            entry = None
+        text = None if entry is None else entry[0].get("group")
+        group = None if not isinstance(text, str) else group_from_text(text)
+        if group is None or self.key(group) != key:
+            return None
+        return self.kernel_for(group, TILED_CPU)
 
     def _kernel_for(self, key: str, group: GroupOp, target: str) -> Any | None:
         with self._lock:
@@ -596,8 +644,11 @@ class KernelCache:
             self.stats.kernels_compiled += 1
         if path is not None and isinstance(artifact, KernelArtifact):
             assert self.fingerprint is not None
+            header = artifact_header(key, self.fingerprint, artifact)
+            if target == "cpu":
+                header["group"] = group_text(group)
             try:
-                write_entry(path, artifact_header(key, self.fingerprint, artifact), artifact.code)
+                write_entry(path, header, artifact.code)
                 with self._lock:
                     self.stats.disk_writes += 1
             except (OSError, TypeError) as e:

@@ -131,6 +131,76 @@ def test_other_dtypes(dtype):
     _check_variant([a, b], body, lambda x, y: x + y)
 
 
+BLOCK_DTYPES = [
+    torch.float32,
+    torch.float64,
+    torch.float16,
+    torch.bfloat16,
+    torch.int32,
+    torch.int64,
+    torch.int16,
+    torch.int8,
+]
+"""Every dtype a CPU kernel computes in but bool (uint8 kernels are not built
+at all: `lower-group-to-loops` refuses them and the group runs eagerly)."""
+
+
+def _distinct(shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
+    """Values that tell elements apart (in range of every dtype here), so an
+    element a block transpose puts in the wrong place shows."""
+    n = torch.arange(int(torch.tensor(shape).prod())).reshape(shape)
+    return (n % 97 + n // 97 % 13).to(dtype)
+
+
+@pytest.mark.parametrize("bits", [256, 512])
+@pytest.mark.parametrize("dtype", BLOCK_DTYPES)
+def test_block_transpose_every_dtype_and_width(monkeypatch, dtype, bits):
+    # Tiles of whole blocks (64 x 128), tiles with rows and columns left over
+    # (sizes not multiples of 4, 8 or 16), and tiles smaller than one block,
+    # at both register widths (8 x 8 f32 blocks at both, 4 x 4 / 8 x 8 f64).
+    import fusec.llvm_jit
+    from fusec.dialects import inference
+
+    from tests import test_codegen
+
+    monkeypatch.setattr(fusec.llvm_jit, "host_vector_width", lambda: bits)
+    monkeypatch.setitem(test_codegen.DT, torch.int8, inference.I8)
+    monkeypatch.setitem(test_codegen.DT, torch.int16, inference.I16)
+    probe = [_distinct((8, 8), dtype).t(), _distinct((8, 8), dtype)]
+    group = make_group(probe, lambda b, x, y: b.AddOp(x, y))
+    kernel = cpu.CpuKernel(build_kernel(group, TILED_CPU))
+    for r, c in [(TILE_OUTER, TILE_INNER), (67, 131), (2 * TILE_OUTER + 9, 17), (5, 7), (16, 16)]:
+        a, b = _distinct((c, r), dtype).t(), _distinct((r, c), dtype).flip(0)
+        (got,) = kernel([a, b])
+        torch.testing.assert_close(got, a + b)
+
+
+@pytest.mark.parametrize("perm", [(2, 0, 1), (1, 2, 0), (0, 2, 1)])
+def test_block_transpose_3d_permutes_of_whole_blocks(monkeypatch, perm):
+    # Dims that are multiples of 8: every tile is whole blocks. One thread: a
+    # split may narrow the tiled dim (48 rows in 8 chunks of 6, say), which
+    # leaves no whole block to transpose. (1, 2, 0) tiles a dim of 4: edges only.
+    monkeypatch.setattr(cpu, "num_threads", lambda: 1)
+    x = _distinct((4, 64, 48), torch.float32).permute(perm)
+    y = torch.randn(x.shape)
+    _check_variant([x, y], _add_relu, lambda p, q: torch.relu(p + q))
+
+
+@pytest.mark.parametrize("threads", [2, 3, 5])
+def test_block_transpose_split_over_threads(monkeypatch, threads):
+    # Each thread's rows start where the split puts them, mid-block as often
+    # as not; a broadcast row and a transposed half operand in the same kernel.
+    monkeypatch.setattr(cpu, "num_threads", lambda: threads)
+    a = torch.randn(515, 300).t()  # [300, 515]
+    h = torch.randn(515, 300, dtype=torch.float16).t()
+    row = torch.randn(515)
+
+    def body(b, x, y, r):
+        return b.MulOp(b.AddOp(x, y), r)
+
+    _check_variant([a, h, row], body, lambda x, y, r: (x + y) * r)
+
+
 def test_bool_operand_transposed():
     m = (torch.randn(40, 30) > 0).t()
     x = torch.randn(30, 40)
@@ -167,6 +237,23 @@ def test_plan_builds_the_variant_only_for_a_layout_that_needs_it():
     for x in (a, t, e):
         torch.testing.assert_close(kernel([x, b])[0], torch.relu(x + b))
     assert cache.stats.kernels_compiled == 2
+
+
+def test_a_tiled_launch_is_split_by_the_tiled_cost(monkeypatch):
+    # 2^16 elements: the plain estimate (0.24 ns each) keeps a contiguous launch
+    # on one thread; the same launch with a transposed operand costs at least
+    # `TILED_COST` per element, which pays for a split.
+    monkeypatch.setattr(cpu, "num_threads", lambda: 2)
+    kernel = KernelCache(directory=None).kernel_for(
+        make_group([torch.randn(8, 8), torch.randn(8, 8)], _add_relu)
+    )
+    a, b = torch.randn(256, 256), torch.randn(256, 256)
+    plans = []
+    for x in (a, a.t()):
+        torch.testing.assert_close(kernel([x, b])[0], torch.relu(x + b))
+        plans.append(list(kernel._plans.values())[-1])
+    assert kernel.signature.cost < cpu.TILED_COST
+    assert len(plans[0].chunks) == 1 and len(plans[1].chunks) > 1
 
 
 def test_compiled_function_on_transposed_inputs():
@@ -265,12 +352,50 @@ def test_a_kernel_loaded_by_key_finds_its_variant_on_disk(tmp_path, monkeypatch)
     torch.testing.assert_close(loaded([t, b])[0], torch.relu(t + b))
     assert loaded._tiled is not None
     assert (warm.stats.kernels_compiled, warm.stats.disk_hits) == (0, 2)
-    # With no variant on disk, the kernel runs its plain nest, still right.
+    # With no variant on disk, it is built from the group text the kernel's
+    # entry keeps, on the first launch that wants it, and stored for later.
     monkeypatch.setattr(cpu, "_loaded", {})
     cold = tmp_path / "other"
     first = KernelCache(directory=cold)
     key, _ = first.keyed_kernel_for(group)
     monkeypatch.setattr(cpu, "_loaded", {})
-    plain = KernelCache(directory=cold).kernel_by_key(key)
-    torch.testing.assert_close(plain([t, b])[0], torch.relu(t + b))
-    assert plain._tiled is None
+    second = KernelCache(directory=cold)
+    built = second.kernel_by_key(key)
+    torch.testing.assert_close(built([t, b])[0], torch.relu(t + b))
+    assert built._tiled is not None
+    assert (second.stats.kernels_compiled, second.stats.disk_hits) == (1, 1)
+    monkeypatch.setattr(cpu, "_loaded", {})
+    third = KernelCache(directory=cold)
+    assert third.kernel_by_key(key)([t, b])[0].equal(torch.relu(t + b))
+    assert (third.stats.kernels_compiled, third.stats.disk_hits) == (0, 2)
+
+
+def test_a_kernel_entry_without_group_text_runs_its_plain_nest(tmp_path, monkeypatch):
+    # An entry with no (or unparseable) group text, and no variant on disk:
+    # the kernel runs its plain nest, still right, and nothing is built.
+    from fusec.runtime import cache as cache_module
+
+    t, b = torch.randn(50, 30).t(), torch.randn(30, 50)
+    group = make_group([t, b], _add_relu)
+    for text in ("", "not IR {"):
+        monkeypatch.setattr(cache_module, "group_text", lambda _g, text=text: text)
+        d = tmp_path / str(len(text))
+        key, _ = KernelCache(directory=d).keyed_kernel_for(group)
+        monkeypatch.setattr(cpu, "_loaded", {})
+        plain = KernelCache(directory=d)
+        kernel = plain.kernel_by_key(key)
+        torch.testing.assert_close(kernel([t, b])[0], torch.relu(t + b))
+        assert kernel._tiled is None and plain.stats.kernels_compiled == 0
+
+
+def test_group_text_round_trips_to_the_same_key():
+    from fusec.runtime.cache import group_from_text, group_text
+
+    cache = KernelCache(directory=None)
+    for inputs, body in [
+        ([torch.randn(5, 3).t(), torch.randn(3, 5)], _add_relu),
+        ([torch.randn(4, 6), torch.randn(4, 1)], _sigmoid_mul),
+    ]:
+        group = make_group(inputs, body)
+        again = group_from_text(group_text(group))
+        assert again is not None and cache.key(again) == cache.key(group)

@@ -5,9 +5,10 @@
 // transposed or expanded operand). Once per launch: is the operand transposed
 // (stride 1 on dim 0, above 1 on dim 1) or expanded (a runtime 0 stride on dim
 // 1, which is wider than 1)? Either sends the launch to 64 x 128 tiles, where
-// the operand's tile is first copied into a stack buffer (a transposed one
-// column by column, its inner loop along its stride-1 dim; an expanded one by
-// filling rows; any other row by row) and the body reads it from there at
+// the operand's tile is first copied into a stack buffer (a transposed one by
+// 8 x 8 blocks: 8 vector loads along its stride-1 dim, three rounds of
+// shuffles, 8 vector stores along buffer rows; an expanded one by filling
+// rows; any other row by row) and the body reads it from there at
 // strides (128, 1). Every other launch runs the plain nest in the `else`.
 // CHECK-LABEL: func.func @exp(
 // CHECK-SAME:    %[[B:[0-9]+]]: index, %[[E:[0-9]+]]: index, %{{[0-9]+}}: index, %[[N1:[0-9]+]]: index, %[[A:[0-9]+]]: memref<?xf32>, %[[AS0:[0-9]+]]: index, %[[AS1:[0-9]+]]: index, %[[O:[0-9]+]]: memref<?xf32>
@@ -36,15 +37,43 @@
 // CHECK:                     memref.store %[[V]], %[[ABUF]]
 // CHECK:               } else {
 // CHECK-NEXT:            scf.if %[[TRANSPOSED]] {
-// CHECK-NEXT:              scf.for %[[J:.*]] = %[[U0]] to %[[U1]] step %[[C1]] {
-// CHECK:                     arith.muli %[[J]], %[[AS1]] : index
-// CHECK:                     %[[FULL:.*]] = arith.cmpi eq, %{{.*}}, %{{.*}} : index
-// CHECK-NEXT:                scf.if %[[FULL]] {
-// CHECK-NEXT:                  scf.for %{{.*}} = %[[C0]] to %{{.*}} step %[[C1]] {
-// CHECK:                         %[[W:.*]] = memref.load %[[A]]
-// CHECK-NEXT:                    memref.store %[[W]], %[[ABUF]]
-// CHECK:                     } else {
-// CHECK-NEXT:                  scf.for %{{.*}} = %[[T0]] to %[[T1]] step %[[C1]] {
+// CHECK-NEXT:              %[[L:.*]] = arith.constant 8 : index
+// CHECK:                   %[[TR:.*]] = arith.remui %{{.*}}, %[[L]] : index
+// CHECK-NEXT:              %[[TF:.*]] = arith.subi %[[T1]], %[[TR]] : index
+// CHECK:                   %[[UR:.*]] = arith.remui %{{.*}}, %[[L]] : index
+// CHECK-NEXT:              %[[UF:.*]] = arith.subi %[[U1]], %[[UR]] : index
+// CHECK-NEXT:              scf.for %[[JB:.*]] = %[[U0]] to %[[UF]] step %[[L]] {
+// CHECK-NEXT:                scf.for %[[IB:.*]] = %[[T0]] to %[[TF]] step %[[L]] {
+// CHECK-NEXT:                  %[[JS:.*]] = arith.muli %[[JB]], %[[AS1]] : index
+// CHECK-NEXT:                  %[[JO:.*]] = arith.addi %{{.*}}, %[[JS]] : index
+// CHECK-NEXT:                  %[[AT0:.*]] = arith.addi %[[JO]], %[[IB]] : index
+// CHECK-NEXT:                  %[[V0:.*]] = vector.load %[[A]][%[[AT0]]] : memref<?xf32>, vector<8xf32>
+// CHECK-NEXT:                  %[[AT1:.*]] = arith.addi %[[AT0]], %[[AS1]] : index
+// CHECK-NEXT:                  %[[V1:.*]] = vector.load %[[A]][%[[AT1]]] : memref<?xf32>, vector<8xf32>
+// CHECK-COUNT-6:               vector.load %[[A]]
+// CHECK-NEXT:                  %[[S0:.*]] = vector.shuffle %[[V0]], %[[V1]] [0, 8, 2, 10, 4, 12, 6, 14] : vector<8xf32>, vector<8xf32>
+// CHECK-NEXT:                  vector.shuffle %[[V0]], %[[V1]] [1, 9, 3, 11, 5, 13, 7, 15]
+// CHECK-COUNT-6:               vector.shuffle
+// CHECK-NEXT:                  vector.shuffle {{.*}} [0, 1, 8, 9, 4, 5, 12, 13]
+// CHECK-COUNT-7:               vector.shuffle
+// CHECK-NEXT:                  %[[R0:.*]] = vector.shuffle %{{.*}}, %{{.*}} [0, 1, 2, 3, 8, 9, 10, 11]
+// CHECK-COUNT-7:               vector.shuffle
+// CHECK:                       %[[ROW0:.*]] = arith.addi %{{.*}}, %{{.*}} : index
+// CHECK-NEXT:                  %[[W:.*]] = arith.constant 128 : index
+// CHECK-NEXT:                  vector.store %[[R0]], %[[ABUF]][%[[ROW0]]] : memref<?xf32>, vector<8xf32>
+// CHECK-NEXT:                  %[[ROW1:.*]] = arith.addi %[[ROW0]], %[[W]] : index
+// CHECK-NEXT:                  vector.store %{{.*}}, %[[ABUF]][%[[ROW1]]] : memref<?xf32>, vector<8xf32>
+// CHECK-COUNT-6:               vector.store
+// CHECK-NEXT:                }
+// CHECK-NEXT:              }
+// Rows left over (t in [tf, t1)) under the whole blocks' columns, then the
+// columns left over, element by element along the operand's contiguous dim.
+// CHECK-NEXT:              scf.for %{{.*}} = %[[U0]] to %[[UF]] step %[[C1]] {
+// CHECK:                     scf.for %{{.*}} = %[[TF]] to %[[T1]] step %[[C1]] {
+// CHECK:                       %[[W1:.*]] = memref.load %[[A]]
+// CHECK-NEXT:                  memref.store %[[W1]], %[[ABUF]]
+// CHECK:                   scf.for %{{.*}} = %[[UF]] to %[[U1]] step %[[C1]] {
+// CHECK:                     scf.for %{{.*}} = %[[T0]] to %[[T1]] step %[[C1]] {
 // CHECK:                   } else {
 // CHECK-NEXT:              scf.for %{{.*}} = %[[T0]] to %[[T1]] step %[[C1]] {
 // CHECK:                     scf.for %{{.*}} = %[[U0]] to %[[U1]] step %[[C1]] {
