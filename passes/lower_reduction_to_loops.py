@@ -344,7 +344,15 @@ def build_reduction_kernel(
     row_outs = [k for k, v in enumerate(out_values) if domain.is_row(v.type)]
     full_outs = [k for k, v in enumerate(out_values) if not domain.is_row(v.type)]
     nm = len(mems)
-    stash = {} if gpu else _stashes(body, domain, stages, out_values, full_outs, outs)
+    # Only where the innermost dim is reduced: a row then stays in cache from the
+    # nest that stores to the one that reads back. Blocked columns span the whole
+    # reduced extent, so there re-reading the input beats writing the output twice
+    # (a column softmax of 4096x1024 f32 measured 0.61x ATen recomputing, 0.83x
+    # stashed).
+    column_blocks = bool(kept and kept[-1] == rank - 1 and rdims)
+    stash = (
+        {} if gpu or column_blocks else _stashes(body, domain, stages, out_values, full_outs, outs)
+    )
 
     def load_stash(em: _Emitter, k: int, offsets: Sequence[SSAValue]) -> SSAValue:
         j = len(plan.operands) + k
@@ -418,7 +426,7 @@ def build_reduction_kernel(
         warp_nest = WarpRows(e, sizes, kept, rdims, zero_offs, c0, c1, step)
         rows(warp_nest, warp_nest.body, [warp_nest.row_offsets])
         warp_nest.close()
-    elif kept and kept[-1] == rank - 1 and rdims:
+    elif column_blocks:
         # The innermost dim is kept (a sum over the batch, say): walking one column
         # at a time would stride through memory, so BLOCK neighbouring columns share
         # each reduction nest (one cache line per reduced index), the rest one by one.
