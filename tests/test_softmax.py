@@ -134,3 +134,47 @@ def test_half_to_float_and_dtype_argument() -> None:
         got, want = f(x), fn(x)
     assert f.launches_per_call == 1
     torch.testing.assert_close(got, want, equal_nan=True)
+
+
+def _causal_softmax(att: torch.Tensor) -> torch.Tensor:
+    """GPT-2's masked attention weights (`training_models.CausalSelfAttention`)."""
+    mask = torch.ones_like(att, dtype=torch.bool).tril()
+    return torch.softmax(att.masked_fill(~mask, float("-inf")), dim=-1)
+
+
+def test_causal_mask_fuses_into_the_softmax_forward_and_backward() -> None:
+    """`masked_fill` (as `where`) and the mask's `~` (as `logical_not`) join the
+    softmax's kernel in the forward graph and its backward's kernel in the
+    backward graph; values and gradients match eager."""
+    att = torch.randn(2, 3, 9, 9, generator=torch.Generator().manual_seed(3))
+    grad = torch.randn(att.shape, generator=torch.Generator().manual_seed(4))
+    want_x = att.clone().requires_grad_()
+    want = _causal_softmax(want_x)
+    want.backward(grad)
+    got_x = att.clone().requires_grad_()
+    got = fusec.compile(_causal_softmax)(got_x)
+    got.backward(grad)
+    torch.testing.assert_close(got, want)
+    torch.testing.assert_close(got_x.grad, want_x.grad)
+    graphs = {g.kind: g for g in compiled_graphs()}
+    assert graphs["forward"].launches_per_call == 1
+    assert graphs["backward"].launches_per_call == 1
+    fx_ops = [
+        str(n.target) for g in graphs.values() for n in g.gm.graph.nodes if n.op == "call_function"
+    ]
+    assert "aten.masked_fill.Scalar" in fx_ops and "aten.bitwise_not.default" in fx_ops
+
+
+def test_masked_fill_that_would_promote_stays_eager() -> None:
+    """An integer tensor filled with a float keeps its dtype in eager (2.5 -> 2):
+    in the ATen graph of a training call fusec must not make it a promoting
+    `where`."""
+    x = torch.randn(3, 4, requires_grad=True)
+    n = torch.arange(12).reshape(3, 4)
+    fn = lambda x, n, m: x * n.masked_fill(m, 2.5)  # noqa: E731
+    got = fusec.compile(fn)(x, n, n % 3 == 0)
+    got.sum().backward()
+    assert {g.kind for g in compiled_graphs()} == {"forward", "backward"}
+    want = fn(x, n, n % 3 == 0)
+    torch.testing.assert_close(got, want)
+    torch.testing.assert_close(x.grad, n.masked_fill(n % 3 == 0, 2).float())
