@@ -168,6 +168,8 @@ def _bitwise_not(ctx: Any, x: Any) -> SSAValue:
     if inf.element_type(xt.type) != inf.BOOL:
         raise imp._NotMapped("bitwise_not of a non-bool tensor")
     return ctx.add_op(aten.LogicalNotOp(xt)).results[0]
+
+
 _entry(A.clamp.default, A.clamp_.default)(imp._clamp)
 
 
