@@ -1,7 +1,8 @@
 """`decompose-reductions`: normalizations become reductions and pointwise ops, and
 every reduction keeps its dims, so `fuse` can put each normalization in one group.
 
-- `aten.softmax` / `aten.log_softmax` -> `amax`, `sub`, `exp`, `sum`, `div` / `log`;
+- `aten.softmax` / `aten.log_softmax` -> `amax`, `sub`, `exp`, `sum`, then a product
+  with the sum's `reciprocal` / the shifted input minus `log(sum)`;
 - `aten.layer_norm` -> two-pass mean and variance, `rsqrt`, scale and shift;
 - `pow(x, 2)` -> `x * x` (RMSNorm's square, exact and far cheaper than `pow`);
 - a reduction without `keepdim` -> the same reduction keeping its dims, then an
@@ -15,7 +16,8 @@ every reduction keeps its dims, so `fuse` can put each normalization in one grou
     %d = aten.sub %x, %m : tensor<4x8xf32>, tensor<4x1xf32> -> tensor<4x8xf32>
     %e = aten.exp %d : tensor<4x8xf32> -> tensor<4x8xf32>
     %s = aten.sum %e dims = [1] keepdim = true : tensor<4x8xf32> -> tensor<4x1xf32>
-    %r = aten.div %e, %s : tensor<4x8xf32>, tensor<4x1xf32> -> tensor<4x8xf32>
+    %i = aten.reciprocal %s : tensor<4x1xf32> -> tensor<4x1xf32>
+    %r = aten.mul %e, %i : tensor<4x8xf32>, tensor<4x1xf32> -> tensor<4x8xf32>
 
 Sizes never become constants (a mean divides by the runtime count), so one kernel
 still serves every shape of a rank and size-1 pattern.
@@ -99,10 +101,11 @@ def softmax_ops(
     shifted = b.add(aten.SubOp(x, m))
     e = b.add(aten.ExpOp(shifted))
     s = b.reduce(aten.SumOp, e, [d], dtype)
-    if log:
+    if log:  # (x - max) - log(sum), in ATen's order: max + log(sum) first loses
+        # the small log of a row whose entries are large (pytorch/pytorch#11752)
         r = b.add(aten.SubOp(shifted, b.add(aten.LogOp(s))))
-    else:
-        r = b.add(aten.DivOp(e, s))
+    else:  # one reciprocal per row, a product per element (as ATen's kernel)
+        r = b.add(aten.MulOp(e, b.add(aten.ReciprocalOp(s))))
     return b.ops, r
 
 
@@ -156,7 +159,8 @@ def _drop_unusable_hint(op: Operation) -> None:
 class ExpandSoftmax(RewritePattern):
     """`softmax` / `log_softmax` -> max-shifted exponentials and their sum.
 
-    %r = aten.softmax %x dim = 1 -> amax, sub, exp, sum, div (log_softmax: log, sub)
+    %r = aten.softmax %x dim = 1 -> amax, sub, exp, sum, reciprocal, mul
+    (log_softmax: amax, sub, exp, sum, log, sub)
     """
 
     @op_type_rewrite_pattern

@@ -6,7 +6,8 @@
 // CHECK-NEXT:    %[[D:.*]] = aten.sub %[[X]], %[[M]] : tensor<4x8xf32>, tensor<4x1xf32> -> tensor<4x8xf32>
 // CHECK-NEXT:    %[[E:.*]] = aten.exp %[[D]] : tensor<4x8xf32> -> tensor<4x8xf32>
 // CHECK-NEXT:    %[[S:.*]] = aten.sum %[[E]] dims = [1] keepdim = true : tensor<4x8xf32> -> tensor<4x1xf32>
-// CHECK-NEXT:    %[[R:.*]] = aten.div %[[E]], %[[S]] : tensor<4x8xf32>, tensor<4x1xf32> -> tensor<4x8xf32>
+// CHECK-NEXT:    %[[I:.*]] = aten.reciprocal %[[S]] : tensor<4x1xf32> -> tensor<4x1xf32>
+// CHECK-NEXT:    %[[R:.*]] = aten.mul %[[E]], %[[I]] : tensor<4x8xf32>, tensor<4x1xf32> -> tensor<4x8xf32>
 // CHECK-NEXT:    func.return %[[R]]
 func.func @softmax(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %r = aten.softmax %x dim = -1 : tensor<4x8xf32> -> tensor<4x8xf32>

@@ -8,7 +8,8 @@
 // CHECK-NEXT:      %[[D:.*]] = aten.sub %[[A]], %[[M]]
 // CHECK-NEXT:      %[[E:.*]] = aten.exp %[[D]]
 // CHECK-NEXT:      %[[S:.*]] = aten.sum %[[E]] dims = [1] keepdim = true
-// CHECK-NEXT:      %[[R:.*]] = aten.div %[[E]], %[[S]]
+// CHECK-NEXT:      %[[I:.*]] = aten.reciprocal %[[S]]
+// CHECK-NEXT:      %[[R:.*]] = aten.mul %[[E]], %[[I]]
 // CHECK-NEXT:      fusion.yield %[[R]]
 // CHECK-NEXT:    }
 // CHECK-NEXT:    func.return %[[G]]

@@ -27,6 +27,57 @@ func.func @softmax(%x: tensor<4x8xf16>) -> tensor<4x8xf16> attributes {fusion.ke
 
 // -----
 
+// An f32 softmax: the sum's nest also stores exp(x - max) into the output (it
+// computes in the output's type, nothing rounds), and the last nest reads it back
+// and scales it by the row's reciprocal: one exp and no division per element.
+// (The f16 softmax above keeps recomputing: a stored f16 would round twice.)
+// CHECK-LABEL: func.func @softmax_stashed(
+// CHECK-SAME:    %[[X:[0-9]+]]: memref<?xf32>, %{{[0-9]+}}: index, %{{[0-9]+}}: index, %[[O:[0-9]+]]: memref<?xf32>, %{{[0-9]+}}: index, %{{[0-9]+}}: index)
+// CHECK:             llvm.call_intrinsic "llvm.maximum.f32"
+// CHECK-NOT:         memref.store
+// CHECK:           %[[S:.*]] = scf.for %{{.*}} iter_args(%[[SA:.*]] = %{{.*}}) -> (f32) {
+// CHECK:             %[[EX:.*]] = math.exp %{{.*}} : f32
+// CHECK-NEXT:        memref.store %[[EX]], %[[O]][%[[OI:.*]]] : memref<?xf32>
+// CHECK-NEXT:        arith.addf %[[SA]], %[[EX]] fastmath<reassoc> : f32
+// CHECK:           %[[INV:.*]] = arith.divf %{{.*}}, %[[S]] : f32
+// CHECK-NEXT:      scf.for
+// CHECK-NOT:         math.exp
+// CHECK:             %[[L:.*]] = memref.load %[[O]][%[[I:.*]]] : memref<?xf32>
+// CHECK-NEXT:        %[[P:.*]] = arith.mulf %[[L]], %[[INV]] : f32
+// CHECK-NEXT:        memref.store %[[P]], %[[O]][%[[I]]] : memref<?xf32>
+func.func @softmax_stashed(%x: tensor<4x8xf32>) -> tensor<4x8xf32> attributes {fusion.kernel} {
+  %m = aten.amax %x dims = [1] keepdim = true : tensor<4x8xf32> -> tensor<4x1xf32>
+  %d = aten.sub %x, %m : tensor<4x8xf32>, tensor<4x1xf32> -> tensor<4x8xf32>
+  %e = aten.exp %d : tensor<4x8xf32> -> tensor<4x8xf32>
+  %s = aten.sum %e dims = [1] keepdim = true : tensor<4x8xf32> -> tensor<4x1xf32>
+  %i = aten.reciprocal %s : tensor<4x1xf32> -> tensor<4x1xf32>
+  %r = aten.mul %e, %i : tensor<4x8xf32>, tensor<4x1xf32> -> tensor<4x8xf32>
+  func.return %r : tensor<4x8xf32>
+}
+
+// -----
+
+// An output that reads the reduced value and another full value (here the input
+// itself) is not stashed: the last nest computes exp again.
+// CHECK-LABEL: func.func @not_stashed(
+// CHECK-SAME:    %[[X:[0-9]+]]: memref<?xf32>, %{{[0-9]+}}: index, %{{[0-9]+}}: index, %[[O:[0-9]+]]: memref<?xf32>, %{{[0-9]+}}: index, %{{[0-9]+}}: index)
+// CHECK:           scf.for %{{.*}} iter_args(%[[SA:.*]] = %{{.*}}) -> (f32) {
+// CHECK:             %[[EX:.*]] = math.exp %{{.*}} : f32
+// CHECK-NEXT:        arith.addf %[[SA]], %[[EX]] fastmath<reassoc> : f32
+// CHECK:           scf.for
+// CHECK-NOT:         memref.load %[[O]]
+// CHECK:             math.exp
+// CHECK:             memref.store %{{.*}}, %[[O]]
+func.func @not_stashed(%x: tensor<4x8xf32>) -> tensor<4x8xf32> attributes {fusion.kernel} {
+  %e = aten.exp %x : tensor<4x8xf32> -> tensor<4x8xf32>
+  %s = aten.sum %e dims = [1] keepdim = true : tensor<4x8xf32> -> tensor<4x1xf32>
+  %p = aten.mul %e, %x : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  %r = aten.div %p, %s : tensor<4x8xf32>, tensor<4x1xf32> -> tensor<4x8xf32>
+  func.return %r : tensor<4x8xf32>
+}
+
+// -----
+
 // A sum over the batch: the kept dim 1 is innermost, so neighbouring columns
 // share one nest over dim 0 (an accumulator each), within the threads' [begin,
 // end); row outputs are stored once per column, full outputs in the last nest.
