@@ -24,6 +24,7 @@ _PASSES: tuple[tuple[str, str, str], ...] = (
     ("fuse-concat-exits", "fuse_concat_exits", "FuseConcatExitsPass"),
     ("share-group-kernels", "share_group_kernels", "ShareGroupKernelsPass"),
     ("fold-matmul-bias", "fold_matmul_bias", "FoldMatmulBiasPass"),
+    ("concat-matmul-sum", "concat_matmul_sum", "ConcatMatmulSumPass"),
     ("guard", "guard", "GuardPass"),
     ("print-canonical-keys", "canonical_key", "PrintCanonicalKeysPass"),
     ("outline-groups", "outline_groups", "OutlineGroupsPass"),
