@@ -37,7 +37,15 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from fusec.dialects.aten import CatOp, MmOp, NarrowOp, ReshapeOp, ShapeUnaryOp, SqueezeOp
+from fusec.dialects.aten import (
+    CatOp,
+    MmOp,
+    NarrowOp,
+    ReshapeOp,
+    ShapeUnaryOp,
+    SqueezeOp,
+    TransposeOp,
+)
 from fusec.passes.concat_matmul_sum import static_matrix, swapped_input
 from fusec.passes.fusion_remarks import derived_from
 from fusec.passes.fusion_utils import in_group
@@ -162,7 +170,11 @@ def _batch(block: Block, mms: list[MmOp]) -> None:
     pieces = [op for op in new_ops if isinstance(op, NarrowOp) and op.input == product.result]
     for (mm, _), piece in zip(chosen, pieces, strict=True):
         mm.result.replace_all_uses_with(piece.result)
+        rhs = mm.rhs.owner
         Rewriter.erase_op(mm)
+        # A step's own `w.t()` is dead once its product reads the first one.
+        if isinstance(rhs, TransposeOp) and not rhs.result.uses:
+            Rewriter.erase_op(rhs)
 
 
 def _operand_key(v: SSAValue) -> tuple[bool, SSAValue]:

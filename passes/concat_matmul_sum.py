@@ -210,7 +210,7 @@ class ConcatProducts(RewritePattern):
         new_ops.append(product)
         total: SSAValue = product.result
         for other in found.others:
-            add = AddOp([total, other], result_types=[op.result.type])
+            add = AddOp(total, other)
             new_ops.append(add)
             total = add.result
         self.cats += [c for c in new_ops if isinstance(c, CatOp)]
