@@ -66,7 +66,8 @@ def _views_to_move(v: SSAValue, anchor: int, index: dict[Operation, int]) -> lis
     chain: list[Operation] = []
     while True:
         op = v.owner
-        if isinstance(op, Block) or index[op] < anchor:
+        # A value from an enclosing block is known everywhere in this one.
+        if isinstance(op, Block) or op not in index or index[op] < anchor:
             return chain[::-1]
         if not isinstance(op, ShapeUnaryOp) or len(chain) == _MAX_VIEW_DEPTH:
             return None
