@@ -19,7 +19,12 @@ and groups that are a repeated kernel but for a boundary (an unrolled loop's fir
 and last steps) become that kernel (`share-group-kernels`); bias adds nothing
 fused with go back into their matrix products (`fold-matmul-bias`).
 `sink-views` moves pointwise ops above the reshapes ATen graphs put around every
-matmul, so a bias add and the activation after it fuse."""
+matmul, so a bias add and the activation after it fuse. Before fusion, an
+unrolled loop's matrix products are regrouped: a sum of small-K products (a
+shared weight's gradient over the steps) becomes one product over concatenated
+operands (`concat-matmul-sum`), and thin products of one weight that do not
+depend on each other (the steps' input projections) one product over stacked
+rows (`batch-shared-matmul`)."""
 
 
 def compile_pipeline(device: str = "cpu") -> str:
