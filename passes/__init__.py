@@ -25,6 +25,8 @@ _PASSES: tuple[tuple[str, str, str], ...] = (
     ("fuse-concat-exits", "fuse_concat_exits", "FuseConcatExitsPass"),
     ("share-group-kernels", "share_group_kernels", "ShareGroupKernelsPass"),
     ("fold-matmul-bias", "fold_matmul_bias", "FoldMatmulBiasPass"),
+    ("concat-matmul-sum", "concat_matmul_sum", "ConcatMatmulSumPass"),
+    ("batch-shared-matmul", "batch_shared_matmul", "BatchSharedMatmulPass"),
     ("guard", "guard", "GuardPass"),
     ("print-canonical-keys", "canonical_key", "PrintCanonicalKeysPass"),
     ("outline-groups", "outline_groups", "OutlineGroupsPass"),
