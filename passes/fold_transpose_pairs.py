@@ -64,13 +64,19 @@ class FoldTransposePair(RewritePattern):
             isinstance(u.operation, func.ReturnOp) for u in op.result.uses
         ):
             return
-        rewriter.replace_matched_op([], [source])
+        rewriter.replace(op, [], [source])
         if not inner.result.uses:
-            rewriter.erase_op(inner)
+            rewriter.erase(inner)
 
 
 @dataclass(frozen=True)
 class FoldTransposePairsPass(ModulePass):
+    """Fold every transpose of a transpose of the same dims into its source
+    (see the module docstring).
+
+    fusec-opt -p fold-transpose-pairs
+    """
+
     name = "fold-transpose-pairs"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:

@@ -111,10 +111,10 @@ class RaiseFlattenedLinear(RewritePattern):
         rewriter.replace_op(op, linear)
         # The product, and the views only it read, are dead now.
         views = [v.owner for v in (lhs, rhs)]
-        rewriter.erase_op(product)
+        rewriter.erase(product)
         for view in views:
             if isinstance(view, Operation) and not any(r.uses for r in view.results):
-                rewriter.erase_op(view)
+                rewriter.erase(view)
 
 
 @dataclass

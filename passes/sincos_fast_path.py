@@ -119,7 +119,7 @@ class SplitSinCosLoop(RewritePattern):
         fast_block.add_op(scf.YieldOp(acc))
         fast = scf.ForOp(loop.lb, loop.ub, loop.step, [false], Region(fast_block))
         redo = scf.IfOp(fast.res[0], [], Region(Block([exact, scf.YieldOp()])))
-        rewriter.replace_matched_op([false, *limits.values(), fast, redo], [])
+        rewriter.replace(loop, [false, *limits.values(), fast, redo], [])
 
 
 @dataclass(frozen=True)
