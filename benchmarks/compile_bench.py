@@ -467,7 +467,7 @@ def print_per_call() -> None:
         print(
             f"torch.compile per-call at 2^6 ({name}, fusec {b['launches']} kernel): eager "
             f"{b['eager'] * 1e6:.2f} us, backend=\"eager\" (Dynamo alone) {b['dynamo'] * 1e6:.2f} us, "
-            f"backend=\"fusec\" {b['fusec'] * 1e6:.2f} us (+{(b['fusec'] - b['dynamo']) * 1e6:.2f} "
+            f"backend=\"fusec\" {b['fusec'] * 1e6:.2f} us ({(b['fusec'] - b['dynamo']) * 1e6:+.2f} us "
             f"over Dynamo alone), Inductor {b['inductor'] * 1e6:.2f} us"
         )
     for name in ("lstm_cell", "chain8"):
