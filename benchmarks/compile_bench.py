@@ -12,10 +12,10 @@ copy bandwidth; `f/e` and `f/i` are fusec's time over eager's and Inductor's
 (below 1: fusec is faster). IREE's CPU backend (`torch.compile(backend=
 "turbine_cpu")`, from the optional `bench` extra: iree-base-compiler,
 iree-base-runtime, iree-turbine) is a column when installed and skipped
-otherwise. Then fusec's first-call times in fresh processes: cold (empty cache),
-warm (the disk caches filled by the cold run: program, kernel, machine code),
-and warm with fusec's own modules (compiler, code generator, runtime) imported
-before the clock starts. fusec's modules are byte-compiled first, as pip does
+otherwise. Then fusec's first-call times in fresh processes (each the median of
+5 rounds): cold (empty cache), warm (the disk caches filled by the cold run:
+program, kernel, machine code), warm and cold with all of fusec's modules (and so
+xDSL's dialects and llvmlite) imported before the clock starts. fusec's modules are byte-compiled first, as pip does
 when it installs a wheel (an editable install leaves that to the first import,
 and a `PYTHONDONTWRITEBYTECODE` environment never does it: each process would
 then compile fusec's sources again, and that is not what a user's second
@@ -152,8 +152,10 @@ _CHILD = textwrap.dedent(
     sys.path.insert(0, {path!r})
     import fusec
     if {preload}:
-        import fusec.compiled, fusec.codegen, fusec.runtime.cpu, fusec.runtime.cache
-        import fusec.warm_start
+        import importlib, pkgutil
+        for pkg in ("fusec", "fusec.dialects", "fusec.passes", "fusec.runtime"):
+            for m in pkgutil.iter_modules(importlib.import_module(pkg).__path__):
+                importlib.import_module(pkg + "." + m.name)
     from compile_bench import lstm_tail
     args = (torch.randn(64, 256), torch.randn(64, 64))
     t0, c0 = time.perf_counter(), time.process_time()
@@ -177,23 +179,36 @@ def byte_compile_fusec() -> None:
             compileall.compile_dir(path, maxlevels=0, quiet=1)
 
 
-def compile_times() -> list[dict[str, Any]]:
-    """First-call times in fresh processes: cold (empty cache dir), warm (second
-    process), warm with the code generator's modules imported beforehand."""
-    byte_compile_fusec()
-    with tempfile.TemporaryDirectory() as d:
-        env = {**os.environ, "FUSEC_CACHE_DIR": d}
-        here = os.path.dirname(os.path.abspath(__file__))
-        runs = []
-        for preload in (False, False, True):
+def _first_calls() -> list[dict[str, Any]]:
+    """One round of `compile_times`: four fresh processes."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    runs = []
+    with tempfile.TemporaryDirectory() as d, tempfile.TemporaryDirectory() as d2:
+        for preload, cache in ((False, d), (False, d), (True, d), (True, d2)):
             code = _CHILD.format(path=here, preload=preload)
+            env = {**os.environ, "FUSEC_CACHE_DIR": cache}
             p = subprocess.run(
                 [sys.executable, "-c", code], env=env, capture_output=True, text=True
             )
             if p.returncode != 0:
                 raise RuntimeError(p.stderr)
             runs.append(json.loads(p.stdout.strip().splitlines()[-1]))
-        return runs
+    return runs
+
+
+def compile_times(rounds: int = 5) -> list[dict[str, Any]]:
+    """First-call times in fresh processes: cold (empty cache dir), warm (second
+    process), warm with fusec's modules imported beforehand, and cold (another
+    empty cache dir) with them imported beforehand: what compiling costs apart
+    from importing the compiler (xDSL's dialects, llvmlite). Each is the run of
+    median wall time over `rounds` rounds: one process's first call is a single
+    sample on a shared machine."""
+    byte_compile_fusec()
+    rounds_runs = [_first_calls() for _ in range(rounds)]
+    return [
+        sorted((r[i] for r in rounds_runs), key=lambda run: run["seconds"])[rounds // 2]
+        for i in range(4)
+    ]
 
 
 def _bare_kernel(program: Any, args: Sequence[Any]) -> tuple[Any, list[Any]]:
@@ -452,15 +467,18 @@ def main() -> None:
                 f"{fu / eager:5.2f} {fu / ind if ind == ind else float('nan'):5.2f}"
             )
     print()
-    cold, warm, preloaded = compile_times()
+    cold, warm, preloaded, cold_preloaded = compile_times()
     print(
-        f"fusec first call, LSTM tail (fresh process; wall, cpu): cold "
+        f"fusec first call, LSTM tail (fresh processes, median of 5; wall, cpu): cold "
         f"{cold['seconds'] * 1e3:.0f} ms, {cold['cpu'] * 1e3:.0f} ms "
         f"(kernels_compiled={cold['kernels_compiled']}), warm {warm['seconds'] * 1e3:.0f} ms, "
         f"{warm['cpu'] * 1e3:.0f} ms (disk_hits={warm['disk_hits']}, "
         f"kernels_compiled={warm['kernels_compiled']}, xdsl imported: {warm['xdsl']}), "
         f"warm with fusec's modules (compiler, code generator, runtime) imported first "
-        f"{preloaded['seconds'] * 1e3:.0f} ms, {preloaded['cpu'] * 1e3:.0f} ms"
+        f"{preloaded['seconds'] * 1e3:.0f} ms, {preloaded['cpu'] * 1e3:.0f} ms; cold with them "
+        f"imported first {cold_preloaded['seconds'] * 1e3:.0f} ms, "
+        f"{cold_preloaded['cpu'] * 1e3:.0f} ms (kernels_compiled="
+        f"{cold_preloaded['kernels_compiled']})"
     )
     lo = lstm_loop_overhead()
     print(
