@@ -14,12 +14,12 @@ copy bandwidth; `f/e` and `f/i` are fusec's time over eager's and Inductor's
 iree-base-runtime, iree-turbine) is a column when installed and skipped
 otherwise. Then fusec's first-call times in fresh processes (each the median of
 5 rounds): cold (empty cache), warm (the disk caches filled by the cold run:
-program, kernel, machine code), warm and cold with all of fusec's modules (and so
-xDSL's dialects and llvmlite) imported before the clock starts. fusec's modules are byte-compiled first, as pip does
-when it installs a wheel (an editable install leaves that to the first import,
-and a `PYTHONDONTWRITEBYTECODE` environment never does it: each process would
-then compile fusec's sources again, and that is not what a user's second
-process pays);
+program, kernel, machine code), warm and cold with all of fusec's modules (and
+so xDSL's dialects and llvmlite) imported before the clock starts. fusec's
+modules are byte-compiled first, as pip does when it installs a wheel (an
+editable install leaves that to the first import, and a
+`PYTHONDONTWRITEBYTECODE` environment never does it: each process would then
+compile fusec's sources again, which a user's second process does not pay);
 and the per-call time at 2^6 elements against the bare kernel call, and through
 `torch.compile(backend="fusec")` against eager and Dynamo's own "eager" backend.
 """
@@ -153,7 +153,7 @@ _CHILD = textwrap.dedent(
     import fusec
     if {preload}:
         import importlib, pkgutil
-        for pkg in ("fusec", "fusec.dialects", "fusec.passes", "fusec.runtime"):
+        for pkg in {packages!r}:
             for m in pkgutil.iter_modules(importlib.import_module(pkg).__path__):
                 importlib.import_module(pkg + "." + m.name)
     from compile_bench import lstm_tail
@@ -169,12 +169,19 @@ _CHILD = textwrap.dedent(
 )
 
 
+FUSEC_PACKAGES = ("fusec", "fusec.dialects", "fusec.passes", "fusec.runtime")
+"""The packages a wheel of fusec installs (pyproject's `packages`)."""
+
+FIRST_CALL_ROUNDS = 5
+"""Rounds of fresh processes each first-call figure is the median of."""
+
+
 def byte_compile_fusec() -> None:
     """Writes the `__pycache__` of every fusec package, as a wheel install does."""
     import compileall
     import importlib
 
-    for name in ("fusec", "fusec.dialects", "fusec.passes", "fusec.runtime"):
+    for name in FUSEC_PACKAGES:
         for path in importlib.import_module(name).__path__:
             compileall.compile_dir(path, maxlevels=0, quiet=1)
 
@@ -185,7 +192,7 @@ def _first_calls() -> list[dict[str, Any]]:
     runs = []
     with tempfile.TemporaryDirectory() as d, tempfile.TemporaryDirectory() as d2:
         for preload, cache in ((False, d), (False, d), (True, d), (True, d2)):
-            code = _CHILD.format(path=here, preload=preload)
+            code = _CHILD.format(path=here, preload=preload, packages=FUSEC_PACKAGES)
             env = {**os.environ, "FUSEC_CACHE_DIR": cache}
             p = subprocess.run(
                 [sys.executable, "-c", code], env=env, capture_output=True, text=True
@@ -196,7 +203,7 @@ def _first_calls() -> list[dict[str, Any]]:
     return runs
 
 
-def compile_times(rounds: int = 5) -> list[dict[str, Any]]:
+def compile_times(rounds: int = FIRST_CALL_ROUNDS) -> list[dict[str, Any]]:
     """First-call times in fresh processes: cold (empty cache dir), warm (second
     process), warm with fusec's modules imported beforehand, and cold (another
     empty cache dir) with them imported beforehand: what compiling costs apart
@@ -469,12 +476,13 @@ def main() -> None:
     print()
     cold, warm, preloaded, cold_preloaded = compile_times()
     print(
-        f"fusec first call, LSTM tail (fresh processes, median of 5; wall, cpu): cold "
+        f"fusec first call, LSTM tail (fresh processes, median of {FIRST_CALL_ROUNDS}; wall, "
+        f"cpu): cold "
         f"{cold['seconds'] * 1e3:.0f} ms, {cold['cpu'] * 1e3:.0f} ms "
         f"(kernels_compiled={cold['kernels_compiled']}), warm {warm['seconds'] * 1e3:.0f} ms, "
         f"{warm['cpu'] * 1e3:.0f} ms (disk_hits={warm['disk_hits']}, "
         f"kernels_compiled={warm['kernels_compiled']}, xdsl imported: {warm['xdsl']}), "
-        f"warm with fusec's modules (compiler, code generator, runtime) imported first "
+        f"warm with all of fusec's modules (and so xDSL, llvmlite) imported first "
         f"{preloaded['seconds'] * 1e3:.0f} ms, {preloaded['cpu'] * 1e3:.0f} ms; cold with them "
         f"imported first {cold_preloaded['seconds'] * 1e3:.0f} ms, "
         f"{cold_preloaded['cpu'] * 1e3:.0f} ms (kernels_compiled="
