@@ -4,7 +4,8 @@ CUDA graphs on pointwise graphs, against the card's peak memory bandwidth.
     python benchmarks/gpu.py [--sizes 16,20,24] [--no-inductor] [--out benchmarks/results/h100.txt]
 
 Cases: the LSTM cell tail (chunk + 3 sigmoid + 2 tanh + mul/add, 2 outputs) and
-a long elementwise chain (16 ops, 1 input, 1 output), float32. GB/s counts each
+a long elementwise chain (16 ops, 1 input, 1 output), float32; then a 50-step
+LSTM loop compiled as one function, with and without CUDA-graph replay. GB/s counts each
 input and output byte once; "% peak" is against memory clock x bus width x 2.
 "host us/call" is the time per call on tiny tensors (64 elements), where the
 kernel is negligible: what one call costs on the host (guards, launch, outputs).
@@ -38,8 +39,11 @@ def chain16(x: torch.Tensor) -> torch.Tensor:
 
 
 def gpu_time(fn: Callable[[], object], min_time: float = 0.2) -> float:
-    """Seconds per call, from CUDA events over enough calls to take `min_time`."""
-    fn()
+    """Seconds per call, from CUDA events over enough calls to take `min_time`
+    (after 10 warm-up calls: the first ones after a compile pay for clocks
+    ramping up and the allocator filling)."""
+    for _ in range(10):
+        fn()
     torch.cuda.synchronize()
     n = 1
     while True:
@@ -138,6 +142,76 @@ def run(sizes: list[int], inductor: bool) -> list[str]:
     return lines
 
 
+def launch_overhead() -> list[str]:
+    """Host microseconds per call on tiny tensors (the GPU keeps up): one eager
+    op, a fusec call of the LSTM tail (one launch: guards, outputs, launch),
+    and that kernel's own per-call path alone (`CudaKernel.call`: outputs and
+    launch, no guards or host program)."""
+    import fusec
+
+    gates, cx = torch.randn(1, 1024, device="cuda"), torch.randn(1, 256, device="cuda")
+    f = fusec.compile(lstm_tail)
+    with torch.no_grad():
+        _check(f(gates, cx), lstm_tail(gates, cx))
+        (step,) = [st for st in f.last.program.all_steps() if st.kind == "kernel"]
+        kernel = step.fn.kernel
+        eager = host_time(lambda: torch.sigmoid(cx))
+        call = host_time(lambda: f(gates, cx))
+        # The group takes (cx, gates): its inputs in the order the body reads them.
+        got, want = kernel([cx, gates]), lstm_tail(gates, cx)
+        _check(
+            sorted(got, key=lambda t: float(t.sum())), sorted(want, key=lambda t: float(t.sum()))
+        )
+        bare = host_time(lambda: kernel([cx, gates]))
+    line = (f"host us per call (64 elements): one eager op {eager * 1e6:.1f}, fusec LSTM tail "
+            f"(1 launch) {call * 1e6:.1f}, its kernel's call alone {bare * 1e6:.1f}")  # fmt: skip
+    print(line, flush=True)
+    return [line]
+
+
+LOOP_STEPS = 50
+
+
+def lstm_loop(xs, h, c, w_ih, w_hh, b_ih, b_hh):
+    """`LOOP_STEPS` steps of an LSTM cell (unrolled when traced)."""
+    for t in range(LOOP_STEPS):
+        gates = torch.nn.functional.linear(xs[t], w_ih, b_ih) + torch.nn.functional.linear(
+            h, w_hh, b_hh
+        )
+        h, c = lstm_tail(gates, c)
+    return h, c
+
+
+def run_loop(batch: int = 64, hidden: int = 256) -> list[str]:
+    """The 50-step LSTM loop as one compiled function: eager, fusec, and fusec
+    replaying it as one CUDA graph (checked against eager first)."""
+    import fusec
+
+    r = lambda *s: torch.randn(*s, device="cuda") * 0.1  # noqa: E731
+    args = (r(LOOP_STEPS, batch, hidden), r(batch, hidden), r(batch, hidden),
+            r(4 * hidden, hidden), r(4 * hidden, hidden), r(4 * hidden), r(4 * hidden))  # fmt: skip
+    lines = [f"{'LSTM loop':<14}{'steps':>6}  {'impl':<13}{'time (us)':>10}{'vs eager':>10}"
+             f"{'launches':>10}"]  # fmt: skip
+    print(lines[0], flush=True)
+    with torch.no_grad():
+        want = lstm_loop(*args)
+        base = None
+        for impl, fn in (
+            ("eager", lstm_loop),
+            ("fusec", fusec.compile(lstm_loop)),
+            ("fusec+graphs", fusec.compile(lstm_loop, cuda_graphs=True)),
+        ):
+            _check(fn(*args), want)
+            s = gpu_time(lambda fn=fn: fn(*args))
+            base = base or s
+            launches = getattr(fn, "launches_per_call", "")
+            line = (f"{f'{batch}x{hidden}':<14}{LOOP_STEPS:>6}  {impl:<13}{s * 1e6:>10.1f}"
+                    f"{base / s:>9.2f}x{launches!s:>10}")  # fmt: skip
+            lines.append(line)
+            print(line, flush=True)
+    return lines
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="16,20,24", help="log2 of the element counts")
@@ -149,6 +223,7 @@ def main() -> int:
         print(f"no CUDA device: {why}; nothing to benchmark")
         return 0
     lines = run([int(s) for s in args.sizes.split(",")], not args.no_inductor)
+    lines += ["", *launch_overhead(), "", *run_loop()]
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text("\n".join(lines) + "\n")

@@ -32,8 +32,13 @@ rows (`batch-shared-matmul`)."""
 def compile_pipeline(device: str = "cpu") -> str:
     """What `fusec.compile` runs: `FUSE_PIPELINE`, then `guard` for kernels on
     `device`, so each group runs only on inputs it was specialized for and the
-    unfused ops run otherwise. (`--fuse` stays guard-free.)"""
-    return f"{FUSE_PIPELINE},guard{{device={device}}}"
+    unfused ops run otherwise. (`--fuse` stays guard-free.) A device with an
+    index is quoted, since `:` is no token of a pipeline spec:
+
+        compile_pipeline("cuda:1")   # "...,guard{device=\"cuda:1\"}"
+    """
+    value = device if device.isidentifier() else f'"{device}"'
+    return f"{FUSE_PIPELINE},guard{{device={value}}}"
 
 
 COMPILE_PIPELINE = compile_pipeline()

@@ -107,6 +107,7 @@ class GuardPass(ModulePass):
     """Guard every `fusion.group` with `fusion.guard` + `scf.if` (module docstring).
 
     fusec-opt -p 'fuse,guard{device=cuda}' model.mlir
+    fusec-opt -p 'fuse,guard{device="cuda:1"}' model.mlir   # an indexed device is quoted
     """
 
     name = "guard"

@@ -145,6 +145,9 @@ class _Emitter:
     ops: list[Operation] = field(default_factory=list)
     zero_divisors: list[SSAValue] = field(default_factory=list)
     """i1 values, true where an integer divisor of this element is 0."""
+    gpu: bool = False
+    """Emitting a GPU kernel: ops whose eager result differs between PyTorch's
+    CPU and CUDA kernels (signed zeros in max/min) follow CUDA's."""
 
     def add(self, op: Operation) -> SSAValue:
         self.ops.append(op)
@@ -238,8 +241,15 @@ def _maximum(e: _Emitter, a: SSAValue, b: SSAValue, is_max: bool) -> SSAValue:
     t = a.type
     if is_floating(t):
         # PyTorch's max/min (and clamp): NaN propagates, and on a tie (0.0 vs
-        # -0.0) the first operand wins, where IEEE maximum would pick +0.0.
+        # -0.0) the first operand wins on the CPU (std::max), where CUDA's
+        # fmaxf/fminf order -0.0 below +0.0: max(-0.0, 0.0) is +0.0 there.
         other_wins = e.add(arith.CmpfOp(a, b, "olt") if is_max else arith.CmpfOp(b, a, "olt"))
+        if e.gpu:
+            one = e.const(1.0, t)
+            a_negative = e.add(arith.CmpfOp(e.add(mathd.CopySignOp(one, a)), one, "olt"))
+            tie_sign = a_negative if is_max else e.add(arith.XOrIOp(a_negative, e.const(1, BOOL)))
+            tie = e.add(arith.AndIOp(e.add(arith.CmpfOp(a, b, "oeq")), tie_sign))
+            other_wins = e.add(arith.OrIOp(other_wins, tie))
         r = e.add(arith.SelectOp(other_wins, b, a))
         nan = e.add(arith.CmpfOp(a, b, "uno"))
         return e.add(arith.SelectOp(nan, e.add(arith.AddfOp(a, b)), r))
@@ -397,7 +407,9 @@ def emit_pointwise(e: _Emitter, op: Operation, args: Sequence[SSAValue]) -> SSAV
             if not fl:
                 return _maximum(e, x, e.const(0, ct), True)
             zero = e.const(0.0, ct)
-            return e.add(arith.SelectOp(e.add(arith.CmpfOp(x, zero, "olt")), zero, x))
+            # CPU: x < 0 ? 0 : x keeps -0.0; CUDA's relu is fmaxf(x, 0): +0.0.
+            below = "ole" if e.gpu else "olt"
+            return e.add(arith.SelectOp(e.add(arith.CmpfOp(x, zero, below)), zero, x))
         case n if n in _UNARY_MATH:
             return e.add(_UNARY_MATH[n](x))
         case "aten.reciprocal":
@@ -673,7 +685,9 @@ def build_loop_kernel(
             et = op.results[0].type.get_element_type()  # type: ignore[attr-defined]
             _check_dtype(et)
             vals[op.results[0]] = emit_pointwise(b, op, [vals[o] for o in op.operands])
-        if b.zero_divisors:
+        # CUDA eager does not raise on an integer division by 0 (PTX gives an
+        # unspecified quotient), so GPU kernels neither flag it nor synchronize.
+        if b.zero_divisors and not b.gpu:
             hit = b.zero_divisors[0]
             for z in b.zero_divisors[1:]:
                 hit = b.add(arith.OrIOp(hit, z))
@@ -691,7 +705,7 @@ def build_loop_kernel(
     if gpu:
         ivs, levels = _gpu_loop(e, a[0], sizes)
         offsets = [_linear_offset(levels[-1][1], ivs, strides) for _, strides in mems]
-        b = _Emitter(levels[-1][1])
+        b = _Emitter(levels[-1][1], gpu=True)
         emit_body(b, [ref for ref, _ in mems], offsets)
         b.add(scf.YieldOp())
         for loop, ops in levels:

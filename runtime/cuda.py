@@ -119,6 +119,29 @@ def _call(what: str, fn_name: str, *args: Any) -> Any:
     return check(result, f"{fn_name} ({what})")
 
 
+@functools.cache
+def _libcuda() -> Any:
+    """The driver library through ctypes, for the per-call launch path: one
+    `cuLaunchKernel` through cuda-python costs several microseconds of argument
+    conversion, through ctypes well under one. Same library, same context."""
+    lib = ctypes.CDLL("libcuda.so.1")
+    lib.cuLaunchKernel.restype = ctypes.c_int
+    lib.cuLaunchKernel.argtypes = [
+        ctypes.c_void_p, *([ctypes.c_uint] * 7), ctypes.c_void_p, ctypes.c_void_p,
+        ctypes.c_void_p,
+    ]  # fmt: skip
+    lib.cuCtxGetCurrent.restype = ctypes.c_int
+    lib.cuCtxGetCurrent.argtypes = [ctypes.POINTER(ctypes.c_void_p)]
+    return lib
+
+
+def check_code(code: int, what: str) -> None:
+    """`check` for a driver call made through ctypes (a bare `CUresult` int)."""
+    if code != 0:
+        driver = _driver_module()
+        check((driver.CUresult(code),), what)
+
+
 _init_lock = threading.Lock()
 _initialized = False
 
@@ -399,6 +422,24 @@ class CudaKernel:
         """device index -> CUfunction."""
         self._modules: dict[int, Any] = {}
         self._lock = threading.Lock()
+        sig = self.signature
+        self._keyed = tuple(sorted({s.input for s in sig.operands}))
+        self._plans: dict[tuple[Any, ...], _CudaPlan | None] = {}
+        self._n_params = (
+            1
+            + sig.loop_rank
+            + (len(sig.operands) + len(sig.outputs)) * (1 + sig.loop_rank)
+            + len(sig.scalars)
+        )
+        self._params = ParamBuffer([0] * self._n_params, [_U64] * self._n_params)
+        """The one parameter block of the per-call path: the driver copies the
+        values at launch, so calls refill it under `_launch_lock`."""
+        self._doubles = (ctypes.c_double * max(self._n_params, 1)).from_buffer(self._params.slots)
+        first_scalar = self._n_params - len(sig.scalars)
+        self._scalar_slots = tuple(
+            (first_scalar + k, i, dt) for k, (i, dt) in enumerate(sig.scalars)
+        )
+        self._launch_lock = threading.Lock()
 
     def function(self, device: int) -> Any:
         """The kernel's CUfunction on `device`, loading its module the first time."""
@@ -426,9 +467,141 @@ class CudaKernel:
                     cubin_error.name,
                 ) from None
 
+    def call(
+        self, inputs: Sequence[torch.Tensor | float | int | bool], fallback: Fallback | None = None
+    ) -> Sequence[torch.Tensor]:
+        """The per-call path: a plan per layout of the inputs (sizes, strides,
+        device), made on first sight (`_plan`), holds everything that follows from
+        it: the output allocations, the parameter block's sizes and strides, the
+        views' byte offsets, the grid. A call allocates the outputs, stores the
+        data pointers and scalars and launches through ctypes."""
+        key = []
+        for i in self._keyed:
+            t = inputs[i]
+            key += (t.shape, t.stride(), t.get_device())  # type: ignore[union-attr]
+        k = tuple(key)
+        plan = self._plans.get(k, False)
+        if plan is False:
+            plan = self._plan(inputs, k)
+        if plan is None:
+            return self(inputs, fallback)
+        if plan.device == _current_device():
+            allocs = [_empty_strided_cuda(shape, st, dt) for shape, st, dt in plan.allocs]
+        else:
+            allocs = [
+                torch.empty_strided(shape, st, dtype=dt, device=plan.torch_device)
+                for shape, st, dt in plan.allocs
+            ]
+        results = [allocs[j] for j in plan.results]
+        if plan.grid == 0:
+            return results
+        stream = current_stream(plan.device)
+        slots = self._params.slots
+        with self._launch_lock:
+            ctypes.memmove(slots, plan.template, plan.template_bytes)
+            for slot, src, offset in plan.pointers:
+                t = inputs[src] if src >= 0 else allocs[-1 - src]
+                slots[slot] = t.data_ptr() + offset  # type: ignore[union-attr]
+            for slot, i, dt in self._scalar_slots:
+                v = inputs[i]
+                if dt == "f64":
+                    self._doubles[slot] = float(v)  # type: ignore[arg-type]
+                elif dt == "i1":
+                    slots[slot] = 1 if v else 0
+                else:
+                    slots[slot] = int(v) & 0xFFFF_FFFF_FFFF_FFFF  # type: ignore[arg-type]
+            lib = _libcuda()
+            current = ctypes.c_void_p()
+            lib.cuCtxGetCurrent(ctypes.byref(current))
+            pushed = current.value != plan.context
+            if pushed:
+                check_code(lib.cuCtxPushCurrent(ctypes.c_void_p(plan.context)), "cuCtxPushCurrent")
+            try:
+                check_code(
+                    lib.cuLaunchKernel(
+                        plan.function, plan.grid, 1, 1, plan.block, 1, 1, 0, stream,
+                        self._params.address, None,
+                    ),
+                    "cuLaunchKernel (launching a fused kernel)",
+                )  # fmt: skip
+            finally:
+                if pushed:
+                    lib.cuCtxPopCurrent(ctypes.byref(current))
+        return results
+
+    def _plan(self, inputs: Sequence[Any], key: tuple[Any, ...]) -> _CudaPlan | None:
+        """The launch plan of one layout of the inputs (from one call's `prepare`,
+        the executors' shared reference), or None for calls the per-call path
+        does not take: inputs not on one CUDA device, an operand that is a copy
+        rather than a view of its input, a zero-division flag to read."""
+        sig = self.signature
+        device = common_cuda_device(inputs)
+        plan = None
+        if device is not None and not sig.zero_division_flag:
+            plan = self._make_plan(inputs, device)
+        if len(self._plans) >= _MAX_PLANS:
+            self._plans.pop(next(iter(self._plans)))
+        self._plans[key] = plan
+        return plan
+
+    def _make_plan(self, inputs: Sequence[Any], device: int) -> _CudaPlan | None:
+        sig = self.signature
+        dev = torch.device("cuda", device)
+        operands, space, outs, results = prepare(sig, inputs, dev)
+        for spec, t in zip(sig.operands, operands, strict=True):
+            src = inputs[spec.input]
+            if t.untyped_storage().data_ptr() != src.untyped_storage().data_ptr():
+                return None
+        allocs: list[torch.Tensor] = []
+        for t in (*outs, *results):
+            base = t if t._base is None else t._base
+            if not any(base is a for a in allocs):
+                allocs.append(base)
+        alloc_of = {id(a): j for j, a in enumerate(allocs)}
+        alloc_specs = tuple((tuple(a.shape), tuple(a.stride()), a.dtype) for a in allocs)
+        result_index = tuple(alloc_of[id(r)] for r in results)
+        numel = math.prod(space)
+        tensors = (*operands, *outs)
+        values, _ = kernel_params(
+            sig,
+            [0] * len(tensors),
+            [broadcast_strides(t, space) for t in tensors],
+            space,
+            [0] * len(sig.scalars),
+        )
+        # The scalars' slots are filled per call (an f64 one through `_doubles`).
+        fixed = [int(v) for v in values[: self._n_params - len(sig.scalars)]]
+        template = (ctypes.c_uint64 * max(self._n_params, 1))(*fixed)
+        pointers = []
+        slot = 1 + sig.loop_rank
+        for k, t in enumerate(tensors):
+            if k < len(operands):
+                src = inputs[sig.operands[k].input]
+                pointers.append((slot, sig.operands[k].input, t.data_ptr() - src.data_ptr()))
+            else:
+                base = t if t._base is None else t._base
+                pointers.append((slot, -1 - alloc_of[id(base)], t.data_ptr() - base.data_ptr()))
+            slot += 1 + sig.loop_rank
+        grid, block = launch_config(numel, device_props(device)) if numel else (0, 0)
+        return _CudaPlan(
+            device=device,
+            torch_device=dev,
+            context=_device(device).context_id,
+            function=int(self.function(device)) if numel else 0,
+            allocs=alloc_specs,
+            results=result_index,
+            pointers=tuple(pointers),
+            template=template,
+            template_bytes=ctypes.sizeof(template),
+            grid=grid,
+            block=block,
+        )
+
     def __call__(
         self, inputs: Sequence[torch.Tensor | float | int | bool], fallback: Fallback | None = None
     ) -> Sequence[torch.Tensor]:
+        """The reference path: everything worked out for this call alone (also
+        what runs calls the per-call path does not take)."""
         device = common_cuda_device(inputs)
         if device is None:
             if fallback is not None:
@@ -469,6 +642,44 @@ class CudaKernel:
         if flag is not None and not torch.cuda.is_current_stream_capturing() and flag.item():
             raise RuntimeError("ZeroDivisionError")
         return results
+
+
+_MAX_PLANS = 64
+"""Layouts remembered per kernel; past that the oldest plan is dropped."""
+
+
+@dataclass(frozen=True)
+class _CudaPlan:
+    """What one layout of a kernel's inputs needs per call (`CudaKernel.call`).
+
+    `allocs` are the tensors a call allocates (shape, strides, dtype); `results`
+    index them in the group's result order. `pointers` are the parameter slots
+    that get a data pointer: (slot, source, byte offset), source `i >= 0` input
+    `i` and `-1 - j` allocation `j`; `template` holds every other parameter.
+    `grid` is 0 for an empty index space (nothing to launch)."""
+
+    device: int
+    torch_device: torch.device
+    context: int
+    function: int
+    allocs: tuple[tuple[tuple[int, ...], tuple[int, ...], torch.dtype], ...]
+    results: tuple[int, ...]
+    pointers: tuple[tuple[int, int, int], ...]
+    template: Any
+    template_bytes: int
+    grid: int
+    block: int
+
+
+_current_device: Callable[[], int] = getattr(torch._C, "_cuda_getDevice", torch.cuda.current_device)
+
+_dynamo_guards = getattr(getattr(torch._C, "_dynamo", None), "guards", None)
+_empty_strided_cuda: Any = getattr(_dynamo_guards, "_empty_strided_cuda", None) or (
+    lambda size, stride, dtype: torch.empty_strided(size, stride, dtype=dtype, device="cuda")
+)
+"""`(size, stride, dtype)`: an uninitialized tensor on the current CUDA device,
+through torch's allocation entry for generated code (Inductor's wrappers call
+it), which skips the argument parser and the dispatcher."""
 
 
 _loaded: dict[KernelArtifact, CudaKernel] = {}
@@ -545,7 +756,11 @@ def gpu_kernel_provider(cache: Any, tensors: Sequence[torch.Tensor]) -> Callable
     """`fusec.compile`'s kernel provider for these (non-CPU) input tensors: GPU
     kernels for the arch of their device when they are all on one CUDA device
     and the driver and toolchain work; otherwise every group runs through PyTorch."""
-    device = common_cuda_device(tensors)
+    # A 0-dim CPU tensor goes with CUDA ones in PyTorch (the RNG seed and offset
+    # that attention saves for its backward): it does not pick the device; a
+    # kernel that reads one runs through PyTorch (`CudaKernel.call`'s fallback).
+    on_device = [t for t in tensors if t.device.type != "cpu" or t.dim() > 0]
+    device = common_cuda_device(on_device)
     if device is None:
         where = sorted({str(t.device) for t in tensors})
         log.info("fusec: inputs on %s: fused groups run through PyTorch", ", ".join(where))
@@ -569,7 +784,6 @@ def gpu_kernel_provider(cache: Any, tensors: Sequence[torch.Tensor]) -> Callable
                 "fusec: cannot load a kernel on cuda:%d (%s); it runs through PyTorch", device, e
             )
             return None
-        fallback = _TorchGroup(group)
-        return lambda xs: kernel(xs, fallback)
+        return functools.partial(kernel.call, fallback=_TorchGroup(group))
 
     return provide

@@ -1,5 +1,10 @@
 """Shared pytest fixtures: every test gets its own empty kernel cache; options
-of the randomized differential test (`test_random_graphs.py`)."""
+of the randomized differential test (`test_random_graphs.py`); `--device cuda`,
+which makes CUDA torch's default device so the differential tests' inputs (made
+by `torch.randn(...)` and friends without a device) are CUDA tensors:
+
+    pytest -q tests/test_differential.py tests/test_eager_parity.py --device cuda
+"""
 
 from __future__ import annotations
 
@@ -23,7 +28,31 @@ def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]
     cache_mod.reset()
 
 
+@pytest.fixture(autouse=True)
+def default_device(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Makes `--device`'s device torch's default for the test's own tensors."""
+    device = request.config.getoption("--device")
+    if device == "cpu":
+        yield
+        return
+    import torch
+
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        pytest.skip(f"--device {device}: no CUDA device")
+    torch.set_default_device(device)
+    try:
+        yield
+    finally:
+        torch.set_default_device(None)
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--device",
+        default=os.environ.get("FUSEC_TEST_DEVICE", "cpu"),
+        help="torch's default device in the tests (cpu, cuda): the same differential "
+        "tests on CUDA tensors (FUSEC_TEST_DEVICE)",
+    )
     parser.addoption(
         "--random-graphs",
         type=int,

@@ -94,13 +94,16 @@ class InputSpec:
 
 
 def _values(shape: tuple[int, ...], dtype: torch.dtype, rng: torch.Generator) -> torch.Tensor:
+    """Values from the CPU generator `rng`, on torch's default device."""
+    cpu = torch.device("cpu")
     if dtype == torch.bool:
-        return torch.randint(0, 2, shape, generator=rng).bool()
-    if dtype in INTS:
+        x = torch.randint(0, 2, shape, generator=rng, device=cpu).bool()
+    elif dtype in INTS:
         # Small integers: zeros (division by zero) and negatives are frequent.
-        return torch.randint(-4, 5, shape, generator=rng).to(dtype)
-    x = (torch.rand(shape, generator=rng, dtype=torch.float64) * 6 - 3).to(dtype)
-    return x
+        x = torch.randint(-4, 5, shape, generator=rng, device=cpu).to(dtype)
+    else:
+        x = (torch.rand(shape, generator=rng, dtype=torch.float64, device=cpu) * 6 - 3).to(dtype)
+    return x.to(torch.get_default_device())
 
 
 @dataclass

@@ -74,7 +74,9 @@ def count_torch(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[str], _Co
 def test_lstm_backward_is_one_kernel_writing_into_the_cat(dtype, shape, count_torch):
     f = fusec.compile(lstm_backward)
     gen = torch.Generator().manual_seed(0)
-    args = [torch.rand(shape, dtype=dtype, generator=gen) for _ in range(8)]
+    # CPU generator, values moved to the default device (`--device cuda`)
+    args = [torch.rand(shape, dtype=dtype, generator=gen, device="cpu") for _ in range(8)]
+    args = [a.to(torch.get_default_device()) for a in args]
     want = lstm_backward(*args)
     f(*args)  # compiles
     cat = count_torch("cat")
@@ -90,6 +92,7 @@ def test_lstm_backward_is_one_kernel_writing_into_the_cat(dtype, shape, count_to
     # (The kernel's call allocates its plan's buffers, through
     # `fusec.runtime.cpu.empty_strided_cpu`, which bypasses `torch.empty`.)
     (kernel,) = [s.fn.kernel for s in _steps(f) if s.kind == "kernel"]
+    kernel = getattr(getattr(kernel, "func", None), "__self__", kernel)  # CUDA: a partial
     (plan,) = kernel._plans.values()
     assert len(plan.allocs) == 2
     assert got[0].is_contiguous() and got[0]._base is None
@@ -192,7 +195,7 @@ def test_prepare_hands_the_kernel_slices_of_one_buffer():
         outputs=(out, out, out),
         exits=(CatExit(result=0, dim=1, parts=(1, 2)),),
     )
-    x = torch.randn(4, 3)
+    x = torch.randn(4, 3, device="cpu")  # prepare's outputs are CPU tensors by default
     operands, space, outs, results = prepare(sig, [x])
     assert space == (4, 3) and len(outs) == 3 and len(results) == 2
     cat, plain = results
@@ -200,5 +203,5 @@ def test_prepare_hands_the_kernel_slices_of_one_buffer():
     assert outs[0] is plain
     outs[1].fill_(1.0)
     outs[2].fill_(2.0)
-    assert torch.equal(cat, torch.cat([torch.ones(4, 3), torch.full((4, 3), 2.0)], 1))
+    assert torch.equal(cat, torch.cat([torch.ones(4, 3), torch.full((4, 3), 2.0)], 1).cpu())
     assert all(o._base is cat for o in outs[1:])

@@ -48,7 +48,9 @@ FORMS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
 def _inputs(dtype: torch.dtype, scale: float, n: int) -> torch.Tensor:
     """[3, 5, n]: random rows, one row with a masked (-inf) tail, one all -inf."""
     g = torch.Generator().manual_seed(n)
-    x = (torch.randn(3, 5, n, generator=g, dtype=torch.float64) * scale).to(dtype)
+    # The generator is a CPU one, so the values are the same on every device.
+    x = torch.randn(3, 5, n, generator=g, dtype=torch.float64, device="cpu") * scale
+    x = x.to(torch.get_default_device(), dtype)
     x[0, 1, n // 2 + 1 :] = float("-inf")
     x[1, 2, :] = float("-inf")
     return x
@@ -101,7 +103,8 @@ def test_forward_matches_eager(form: str, dtype: torch.dtype, scale: float, n: i
 def test_backward_matches_eager(form: str, dtype: torch.dtype, n: int) -> None:
     fn = FORMS[form]
     x = _inputs(dtype, 1.0, n)
-    grad = torch.randn(x.shape, generator=torch.Generator().manual_seed(1)).to(dtype)
+    grad = torch.randn(x.shape, generator=torch.Generator().manual_seed(1), device="cpu")
+    grad = grad.to(x.device, dtype)
     want_x = x.clone().requires_grad_()
     want = fn(want_x)
     want.backward(grad)
@@ -146,8 +149,9 @@ def test_causal_mask_fuses_into_the_softmax_forward_and_backward() -> None:
     """`masked_fill` (as `where`) and the mask's `~` (as `logical_not`) join the
     softmax's kernel in the forward graph and its backward's kernel in the
     backward graph; values and gradients match eager."""
-    att = torch.randn(2, 3, 9, 9, generator=torch.Generator().manual_seed(3))
-    grad = torch.randn(att.shape, generator=torch.Generator().manual_seed(4))
+    on = torch.get_default_device()
+    att = torch.randn(2, 3, 9, 9, generator=torch.Generator().manual_seed(3), device="cpu").to(on)
+    grad = torch.randn(att.shape, generator=torch.Generator().manual_seed(4), device="cpu").to(on)
     want_x = att.clone().requires_grad_()
     want = _causal_softmax(want_x)
     want.backward(grad)
