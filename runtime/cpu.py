@@ -33,7 +33,7 @@ import torch
 from fusec.llvm_jit import JitModule
 from fusec.runtime import parallel_launch
 from fusec.runtime.kernel_signature import KernelArtifact, KernelSignature
-from fusec.runtime.operands import broadcast_strides, prepare
+from fusec.runtime.operands import broadcast_strides, planned_call, prepare
 
 NATIVE_LAUNCH_NS = 5_000.0
 """What a parallel launch on the OpenMP threads costs, in ns (2-11 us measured
@@ -406,18 +406,10 @@ class CpuKernel:
         executors' shared reference for views, shapes and exits); None when an
         operand is a copy rather than a view of its input."""
         sig = self.signature
-        operands, space, outs, results = prepare(sig, inputs)
-        for spec, t in zip(sig.operands, operands, strict=True):
-            src = inputs[spec.input]
-            if t.untyped_storage().data_ptr() != src.untyped_storage().data_ptr():
-                return None
-        allocs: list[torch.Tensor] = []
-        for t in (*outs, *results):
-            base = t if t._base is None else t._base
-            if not any(base is a for a in allocs):
-                allocs.append(base)
-        alloc_of = {id(a): j for j, a in enumerate(allocs)}
-        result_index = tuple(alloc_of[id(r)] for r in results)
+        planned = planned_call(sig, inputs)
+        if planned is None:
+            return None
+        operands, space, outs, allocs, result_index, sources = planned
         alloc_specs = tuple((tuple(a.shape), a.dtype) for a in allocs)
         empty = math.prod(space) == 0
         plan_template = self._array()
@@ -442,14 +434,6 @@ class CpuKernel:
             if _wants_tiles(sizes, strides[: len(operands)], inner_fixed):
                 self.use_tiles()
                 cost = max(cost, TILED_COST)
-        sources: list[tuple[int, int]] = []
-        for k, t in enumerate(tensors):
-            if k < len(operands):
-                src = inputs[sig.operands[k].input]
-                sources.append((sig.operands[k].input, t.data_ptr() - src.data_ptr()))
-            else:
-                base = t if t._base is None else t._base
-                sources.append((-1 - alloc_of[id(base)], t.data_ptr() - base.data_ptr()))
         plan_template[0] = 0
         plan_template[1] = sig.parallel_extent(sizes)
         for d in range(lrank):

@@ -32,7 +32,7 @@ from typing import Any
 
 import torch
 from fusec.codegen import KernelArtifact, KernelSignature, is_gpu_target
-from fusec.runtime.operands import broadcast_strides, prepare
+from fusec.runtime.operands import broadcast_strides, planned_call, prepare
 
 log = logging.getLogger("fusec")
 
@@ -547,19 +547,11 @@ class CudaKernel:
     def _make_plan(self, inputs: Sequence[Any], device: int) -> _CudaPlan | None:
         sig = self.signature
         dev = torch.device("cuda", device)
-        operands, space, outs, results = prepare(sig, inputs, dev)
-        for spec, t in zip(sig.operands, operands, strict=True):
-            src = inputs[spec.input]
-            if t.untyped_storage().data_ptr() != src.untyped_storage().data_ptr():
-                return None
-        allocs: list[torch.Tensor] = []
-        for t in (*outs, *results):
-            base = t if t._base is None else t._base
-            if not any(base is a for a in allocs):
-                allocs.append(base)
-        alloc_of = {id(a): j for j, a in enumerate(allocs)}
+        planned = planned_call(sig, inputs, dev)
+        if planned is None:
+            return None
+        operands, space, outs, allocs, result_index, sources = planned
         alloc_specs = tuple((tuple(a.shape), tuple(a.stride()), a.dtype) for a in allocs)
-        result_index = tuple(alloc_of[id(r)] for r in results)
         numel = math.prod(space)
         tensors = (*operands, *outs)
         values, _ = kernel_params(
@@ -572,16 +564,8 @@ class CudaKernel:
         # The scalars' slots are filled per call (an f64 one through `_doubles`).
         fixed = [int(v) for v in values[: self._n_params - len(sig.scalars)]]
         template = (ctypes.c_uint64 * max(self._n_params, 1))(*fixed)
-        pointers = []
-        slot = 1 + sig.loop_rank
-        for k, t in enumerate(tensors):
-            if k < len(operands):
-                src = inputs[sig.operands[k].input]
-                pointers.append((slot, sig.operands[k].input, t.data_ptr() - src.data_ptr()))
-            else:
-                base = t if t._base is None else t._base
-                pointers.append((slot, -1 - alloc_of[id(base)], t.data_ptr() - base.data_ptr()))
-            slot += 1 + sig.loop_rank
+        step = 1 + sig.loop_rank
+        pointers = tuple((step * (1 + k), *src) for k, src in enumerate(sources))
         grid, block = launch_config(numel, device_props(device)) if numel else (0, 0)
         return _CudaPlan(
             device=device,
@@ -590,7 +574,7 @@ class CudaKernel:
             function=int(self.function(device)) if numel else 0,
             allocs=alloc_specs,
             results=result_index,
-            pointers=tuple(pointers),
+            pointers=pointers,
             template=template,
             template_bytes=ctypes.sizeof(template),
             grid=grid,

@@ -9,6 +9,7 @@ for them. The CPU and CUDA executors both call `prepare`:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import torch
 from fusec.runtime.broadcast import ShapesDoNotBroadcast, broadcast_shapes
@@ -156,3 +157,50 @@ def _exit_outputs(
     rest = iter(plain)
     results = [exit_results[r] if r in exit_results else next(rest) for r in range(n_results)]
     return outs, results  # type: ignore[return-value]
+
+
+class PlannedCall(NamedTuple):
+    """One call's kernel arguments as a launch plan needs them (`planned_call`)."""
+
+    operands: list[torch.Tensor]
+    space: tuple[int, ...]
+    outs: list[torch.Tensor]
+    allocs: list[torch.Tensor]
+    """The tensors a call allocates: each output's base, once."""
+    results: tuple[int, ...]
+    """The group's results, as indices into `allocs`."""
+    sources: list[tuple[int, int]]
+    """Per operand then output: (source, byte offset into it); source `i >= 0`
+    is input `i`, `-1 - j` is allocation `j`."""
+
+
+def planned_call(
+    sig: KernelSignature,
+    inputs: Sequence[torch.Tensor | float | int | bool],
+    device: torch.device | str = "cpu",
+) -> PlannedCall | None:
+    """`prepare` for the executors' launch plans: what every call with this
+    layout shares is where each operand and output lies relative to an input or
+    an allocation. None when an operand is a copy rather than a view of its
+    input (a `reshape` view step had to copy): such calls cannot be planned."""
+    operands, space, outs, results = prepare(sig, inputs, device)
+    for spec, t in zip(sig.operands, operands, strict=True):
+        src = inputs[spec.input]
+        if t.untyped_storage().data_ptr() != src.untyped_storage().data_ptr():  # type: ignore[union-attr]
+            return None
+    allocs: list[torch.Tensor] = []
+    for t in (*outs, *results):
+        base = t if t._base is None else t._base
+        if not any(base is a for a in allocs):
+            allocs.append(base)
+    alloc_of = {id(a): j for j, a in enumerate(allocs)}
+    sources: list[tuple[int, int]] = []
+    for k, t in enumerate((*operands, *outs)):
+        if k < len(operands):
+            src = inputs[sig.operands[k].input]
+            sources.append((sig.operands[k].input, t.data_ptr() - src.data_ptr()))  # type: ignore[union-attr]
+        else:
+            base = t if t._base is None else t._base
+            sources.append((-1 - alloc_of[id(base)], t.data_ptr() - base.data_ptr()))
+    result_index = tuple(alloc_of[id(r)] for r in results)
+    return PlannedCall(operands, space, outs, allocs, result_index, sources)
