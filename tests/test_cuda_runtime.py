@@ -398,7 +398,7 @@ def assert_same(got: Any, want: Any) -> None:
 
 @gpu
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.float64])
-@pytest.mark.parametrize("shape", [(1,), (37, 5), (3, 1000, 7), (1 << 20,)])
+@pytest.mark.parametrize("shape", [(1,), (37, 5), (3, 1000, 7), (1 << 20,), (5, 3, 300), (2, 128)])
 def test_pointwise_chain_on_cuda_matches_eager(shape: tuple[int, ...], dtype: torch.dtype) -> None:
     x = torch.randn(shape, device="cuda", dtype=dtype)
     y = torch.randn(shape, device="cuda", dtype=dtype)
@@ -409,9 +409,11 @@ def test_pointwise_chain_on_cuda_matches_eager(shape: tuple[int, ...], dtype: to
 
 
 @gpu
-def test_broadcast_and_strided_inputs_on_cuda() -> None:
-    x = torch.randn(64, 1, device="cuda")
-    y = torch.randn(48, 64, device="cuda").t()
+@pytest.mark.parametrize("rows, cols", [(64, 48), (37, 129), (3, 1000)])
+def test_broadcast_and_strided_inputs_on_cuda(rows: int, cols: int) -> None:
+    """A broadcast column and a transposed operand, in short and long rows."""
+    x = torch.randn(rows, 1, device="cuda")
+    y = torch.randn(cols, rows, device="cuda").t()
     f = fusec.compile(scaled_tail)
     assert_same(f(x, y, 0.25), scaled_tail(x, y, 0.25))
     assert f.launches_per_call == 1
