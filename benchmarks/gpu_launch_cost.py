@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import ctypes
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -20,18 +19,12 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
+from gpu import host_time  # noqa: E402
 from reference_models import lstm_tail  # noqa: E402
 
 
-def per_call(name: str, fn: Callable[[], object], n: int = 5000) -> None:
-    for _ in range(50):
-        fn()
-    torch.cuda.synchronize()
-    start = time.perf_counter()
-    for _ in range(n):
-        fn()
-    torch.cuda.synchronize()
-    print(f"{name:32s} {(time.perf_counter() - start) / n * 1e6:6.2f} us", flush=True)
+def per_call(name: str, fn: Callable[[], object]) -> None:
+    print(f"{name:32s} {host_time(fn, calls=5000) * 1e6:6.2f} us", flush=True)
 
 
 def main() -> int:

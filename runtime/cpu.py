@@ -33,7 +33,7 @@ import torch
 from fusec.llvm_jit import JitModule
 from fusec.runtime import parallel_launch
 from fusec.runtime.kernel_signature import KernelArtifact, KernelSignature
-from fusec.runtime.operands import broadcast_strides, planned_call, prepare
+from fusec.runtime.operands import broadcast_strides, planned_call, prepare, put_scalars
 
 NATIVE_LAUNCH_NS = 5_000.0
 """What a parallel launch on the OpenMP threads costs, in ns (2-11 us measured
@@ -389,15 +389,7 @@ class CpuKernel:
 
     def _put_scalars(self, args: Any, inputs: Sequence[Any]) -> None:
         doubles = self._doubles.from_buffer(args) if self._has_f64 else None
-        for slot, i, dt in self._scalar_slots:
-            v = inputs[i]
-            if dt == "f64":
-                assert doubles is not None
-                doubles[slot] = float(v)
-            elif dt == "i1":
-                args[slot] = 1 if v else 0
-            else:
-                args[slot] = int(v)
+        put_scalars(args, doubles, self._scalar_slots, inputs)
 
     # ------------------------------------------------------------------ plans
 

@@ -32,7 +32,7 @@ from typing import Any
 
 import torch
 from fusec.codegen import KernelArtifact, KernelSignature, is_gpu_target
-from fusec.runtime.operands import broadcast_strides, planned_call, prepare
+from fusec.runtime.operands import broadcast_strides, planned_call, prepare, put_scalars
 
 log = logging.getLogger("fusec")
 
@@ -502,14 +502,7 @@ class CudaKernel:
             for slot, src, offset in plan.pointers:
                 t = inputs[src] if src >= 0 else allocs[-1 - src]
                 slots[slot] = t.data_ptr() + offset  # type: ignore[union-attr]
-            for slot, i, dt in self._scalar_slots:
-                v = inputs[i]
-                if dt == "f64":
-                    self._doubles[slot] = float(v)  # type: ignore[arg-type]
-                elif dt == "i1":
-                    slots[slot] = 1 if v else 0
-                else:
-                    slots[slot] = int(v) & 0xFFFF_FFFF_FFFF_FFFF  # type: ignore[arg-type]
+            put_scalars(slots, self._doubles, self._scalar_slots, inputs)
             lib = _libcuda()
             current = ctypes.c_void_p()
             lib.cuCtxGetCurrent(ctypes.byref(current))

@@ -9,7 +9,7 @@ for them. The CPU and CUDA executors both call `prepare`:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import torch
 from fusec.runtime.broadcast import ShapesDoNotBroadcast, broadcast_shapes
@@ -204,3 +204,20 @@ def planned_call(
             sources.append((-1 - alloc_of[id(base)], t.data_ptr() - base.data_ptr()))
     result_index = tuple(alloc_of[id(r)] for r in results)
     return PlannedCall(operands, space, outs, allocs, result_index, sources)
+
+
+def put_scalars(
+    slots: Any, doubles: Any, scalar_slots: Sequence[tuple[int, int, str]], inputs: Sequence[Any]
+) -> None:
+    """Stores a call's Python-scalar arguments into a kernel's 8-byte argument
+    slots: `scalar_slots` is (slot, input index, dtype) per scalar; an f64 goes
+    through `doubles` (a `c_double` view of the same buffer, None when the kernel
+    has none), an i1 as 0/1, an i64 as its two's complement."""
+    for slot, i, dt in scalar_slots:
+        v = inputs[i]
+        if dt == "f64":
+            doubles[slot] = float(v)
+        elif dt == "i1":
+            slots[slot] = 1 if v else 0
+        else:
+            slots[slot] = int(v)
