@@ -66,6 +66,14 @@ vector epilogue, scalar remainder), and LLVM's code generator spends half its
 time on the epilogue, which only serves the last few elements of a chunk."""
 
 
+SLP_MAX_VF = 16
+"""Widest vector the SLP vectorizer builds (16 f32: one AVX-512 register).
+
+Unbounded, it builds vectors wider than any register: on an LSTM backward's
+bias-gradient kernel (50 column sums of 8 lanes each, which the loop vectorizer
+had already widened) O3 took 74 s instead of under 1 s."""
+
+
 def _vector_epilogue(enabled: bool) -> None:
     # A process-wide LLVM option: set for every module, under `_lock`.
     llvm.set_option("", f"-enable-epilogue-vectorization={'true' if enabled else 'false'}")
@@ -79,6 +87,7 @@ def optimize_for_host(ir_text: str) -> str:
     ir_text = _with_vector_width(ir_text, host_vector_width())
     with _lock:
         _vector_epilogue(not large)
+        llvm.set_option("", f"-slp-max-vf={SLP_MAX_VF}")
         tm = host_target_machine()
         mod = llvm.parse_assembly(ir_text)
         mod.triple = tm.triple
