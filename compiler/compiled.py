@@ -827,7 +827,9 @@ class CompiledFunction:
     # ------------------------------------------------------------------ inspection
 
     def ir(self) -> str:
-        """The IR of the last specialization that ran (after the pipeline)."""
+        """The IR of the last specialization that ran (after the pipeline). One
+        served by a warm-start entry made for other sizes of the same pattern
+        starts with a comment naming the sizes its text was compiled for."""
         return "" if self.last is None else self.last.module_text()
 
     def explain(self) -> Any:

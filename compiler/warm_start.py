@@ -119,7 +119,7 @@ def load(key: str, args: Sequence[Any], kernel_by_key: Callable[[str], Any]) -> 
             log.debug("fusec: warm-start entry %s is for other sizes", key)
             return None
         program = program_from_data(d["program"], kernel_by_key)
-        return Loaded(program, facts, str(d.get("ir", "")))
+        return Loaded(program, facts, _ir_for(d, args))
     except (NotData, KeyError, IndexError, TypeError, ValueError) as e:
         log.debug("fusec: ignoring warm-start entry %s: %s", key, e)
         return None
@@ -127,8 +127,7 @@ def load(key: str, args: Sequence[Any], kernel_by_key: Callable[[str], Any]) -> 
 
 def _fits(d: dict[str, Any], facts: GraphFacts, args: Sequence[Any]) -> bool:
     if facts.shape_dependent:
-        shapes = [list(a.shape) if isinstance(a, torch.Tensor) else None for a in args]
-        if shapes != d["shapes"]:
+        if _shapes(args) != d["shapes"]:
             return False
     classes = [c[4] for c in d["size_checks"]]
     return [_plain(c.of(args)) for c in facts.size_checks] == classes
@@ -150,9 +149,7 @@ def store(
             "inputs": [list(s) for s in facts.inputs],
             "outputs": _template_to_data(facts.outputs),
             "shape_dependent": facts.shape_dependent,
-            "shapes": [list(a.shape) if isinstance(a, torch.Tensor) else None for a in args]
-            if facts.shape_dependent
-            else None,
+            "shapes": _shapes(args) if facts.shape_dependent else None,
             "size_checks": [
                 [c.arg, c.dim, c.kind, list(c.params), _plain(c.of(args))]
                 for c in facts.size_checks
@@ -161,6 +158,7 @@ def store(
             "writes_inputs": facts.writes_inputs(),
             "generic_why": facts.generic_why(),
             "ir": module_text,
+            "ir_shapes": _shapes(args),
         }
         payload = json.dumps(d, separators=(",", ":"), allow_nan=False).encode()
     except (NotData, TypeError, ValueError) as e:
@@ -168,6 +166,30 @@ def store(
         return False
     program_cache.store("host", key, payload)
     return True
+
+
+def _shapes(args: Sequence[Any]) -> list[list[int] | None]:
+    return [list(a.shape) if isinstance(a, torch.Tensor) else None for a in args]
+
+
+def _ir_for(d: dict[str, Any], args: Sequence[Any]) -> str:
+    """The entry's IR text, for a call of `args`. An entry serves every size its
+    size checks admit, but its IR was printed for the sizes of the call that
+    made it: where this call's differ, a leading comment says so, so the shapes
+    in the text are not taken for this call's.
+
+        // fusec: warm start: this IR was compiled for input sizes [[4, 32], [4, 8]];
+        // its program also serves this call's [[6, 32], [6, 8]]
+        builtin.module { ... }
+    """
+    text, made_for, now = str(d.get("ir", "")), d.get("ir_shapes"), _shapes(args)
+    if not text or made_for == now:
+        return text
+    sizes = "unknown sizes" if made_for is None else f"input sizes {made_for}"
+    return (
+        f"// fusec: warm start: this IR was compiled for {sizes};\n"
+        f"// its program also serves this call's {now}\n{text}"
+    )
 
 
 def _plain(v: Any) -> Any:

@@ -61,6 +61,7 @@ def test_a_warm_hit_needs_no_import_and_loads_kernels_by_key(cache_dir, monkeypa
     stats = fusec.cache_stats()
     assert (stats["kernels_compiled"], stats["disk_hits"]) == (0, 1)
     assert "fusion.guard" in g.ir()  # the IR text comes with the entry
+    assert not g.ir().startswith("//")  # made for these very sizes
     # Later calls take the fast path of the loaded program.
     more = [torch.randn(6, 32), torch.randn(6, 8)]
     _check(g(*more), lstm_tail(*more))
@@ -71,8 +72,19 @@ def test_other_sizes_of_one_pattern_share_the_entry(cache_dir, monkeypatch):
     fusec.compile(lstm_tail)(*_args())
     counts = _Imports(monkeypatch)
     args = [torch.randn(3, 16), torch.randn(3, 4)]
-    _check(fusec.compile(lstm_tail)(*args), lstm_tail(*args))
+    g = fusec.compile(lstm_tail)
+    _check(g(*args), lstm_tail(*args))
     assert counts.imports == 0 and len(_hosts(cache_dir)) == 1
+    # The entry's IR is that of the first sizes: it says so, and still parses.
+    made = [list(a.shape) for a in _args()]
+    first, second, *_ = g.ir().splitlines()
+    assert first == f"// fusec: warm start: this IR was compiled for input sizes {made};"
+    assert second == "// its program also serves this call's [[3, 16], [3, 4]]"
+    assert "tensor<3x16xf32>" not in g.ir()
+    proc = subprocess.run(
+        [sys.executable, "-m", "fusec.opt"], input=g.ir(), capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stderr
 
 
 def halves(x: torch.Tensor) -> torch.Tensor:
