@@ -340,19 +340,57 @@ def _failed(
 
 def _passing_guards(program: Any, arg_specs: Sequence[Any], exact: bool) -> frozenset[int]:
     """The program's top-level guard steps that every call passing the fast
-    path's checks passes: guards of function arguments only, each of whose
-    checks (dtype, rank, size-1 dims, contiguity, device) the key implies."""
-    arg_of = {slot: i for i, slot in enumerate(program.arg_slots)}
+    path's checks passes: guards of function arguments, or of transposes and
+    permutations of them (`_view_specs`), each of whose checks (dtype, rank,
+    size-1 dims, contiguity, device) the key implies."""
+    specs = _view_specs(program, arg_specs)
     passing = []
     for j, step in enumerate(program.steps):
-        if step.kind != "guard" or not all(s in arg_of for s in step.ins):
+        if step.kind != "guard" or not all(s in specs for s in step.ins):
             continue
         checks = program.guard_checks(j)
-        if all(
-            _implies(arg_specs[arg_of[s]], c, exact) for s, c in zip(step.ins, checks, strict=True)
-        ):
+        if all(_implies(specs[s], c, exact) for s, c in zip(step.ins, checks, strict=True)):
             passing.append(j)
     return frozenset(passing)
+
+
+_PERMUTING = ("aten.transpose", "aten.permute")
+
+
+def _view_specs(program: Any, arg_specs: Sequence[Any]) -> dict[int, Any]:
+    """Key parts by slot: the arguments' own, and what the key implies of a
+    top-level transpose or permute of a tensor argument (its sizes reordered,
+    its contiguity unknown: only `layout=any` guards of it pass). A transposed
+    input's guard then no longer runs per call:
+
+        %t = aten.transpose %a dim0 = 0 dim1 = 1     # a: f32[64,32], key-checked
+        %ok = fusion.guard (%t : ... <ones = [], layout = any, device = "cpu">)
+        -> %ok known true: f32[32,64] not known contiguous, on the cpu
+    """
+    specs = {slot: arg_specs[i] for i, slot in enumerate(program.arg_slots)}
+    for step in program.steps:
+        recipe = step.recipe
+        if not (step.kind == "torch" and recipe and recipe[1].name in _PERMUTING):
+            continue
+        if len(step.ins) != 1 or len(step.outs) != 1 or step.ins[0] not in specs:
+            continue
+        spec = specs[step.ins[0]]
+        if not (isinstance(spec, tuple) and len(spec) == 5 and isinstance(spec[0], torch.dtype)):
+            continue
+        dtype, device, shape, _, rest = spec
+        rank, op = len(shape), recipe[1]
+        if rank == 0:
+            continue
+        if op.name == "aten.transpose":
+            a, b = op.prop("dim0") % rank, op.prop("dim1") % rank
+            perm = list(range(rank))
+            perm[a], perm[b] = b, a
+        else:
+            perm = [d % rank for d in op.prop("dims") or ()]
+            if sorted(perm) != list(range(rank)):
+                continue
+        specs[step.outs[0]] = (dtype, device, tuple(shape[d] for d in perm), False, rest)
+    return specs
 
 
 def _implies(spec: Any, check: Any, exact: bool) -> bool:

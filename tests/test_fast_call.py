@@ -189,6 +189,42 @@ def test_launches_are_counted_per_call_where_a_guard_is_not_implied():
     assert guards and not program.launches_fixed(frozenset())
 
 
+def _transposed(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return torch.relu(a.t() + b)
+
+
+def _permuted(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return torch.sigmoid(a.permute(2, 0, -2)) * b
+
+
+@pytest.mark.parametrize(
+    "fn, shapes",
+    [
+        (_transposed, [(5, 3), (3, 5)]),
+        (_transposed, [(1, 3), (3, 1)]),  # size-1 dims: the view's own pattern
+        (_permuted, [(4, 5, 3), (3, 4, 5)]),
+    ],
+)
+def test_the_guard_of_a_transposed_argument_is_implied_by_the_key(fn, shapes):
+    """A guard of a transpose or permute of an argument is one the key implies
+    (the view's sizes are the argument's, reordered): the fast path skips it."""
+    from fusec.fast_call import _passing_guards
+
+    f = fusec.compile(fn)
+    args = [torch.randn(s) for s in shapes]
+    for _ in range(3):
+        _same(f, fn, *args)
+        assert f.launches_per_call == 1
+    program = f.last.program
+    guards = {j for j, s in enumerate(program.steps) if s.kind == "guard"}
+    assert guards
+    assert _passing_guards(program, f._key(args)[1:], f._exact_shapes) == guards
+    # Other inputs still get their own key, and the right results.
+    more = [torch.randn(s) for s in shapes]
+    more[0] = more[0].transpose(0, 1).contiguous().transpose(0, 1)
+    _same(f, fn, *more)
+
+
 # The C++ check (`SEEN`, TensorGuards) of the sizes and strides of calls that had the key.
 
 
