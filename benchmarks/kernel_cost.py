@@ -38,6 +38,11 @@ WORKLOADS: dict[str, tuple[Callable[..., Any], Callable[[int], list[torch.Tensor
     "sin": (lambda x: -x.sin(), lambda n: [torch.randn(n)]),
     "sigmoid": (lambda x: -x.sigmoid(), lambda n: [torch.randn(n)]),
     "sqrt": (lambda x: torch.sqrt(x.abs()), lambda n: [torch.randn(n)]),
+    "add_f64": (lambda x, y: -(x + y), lambda n: [torch.randn(n).double(), torch.randn(n).double()]),
+    "exp_f64": (lambda x: -x.exp(), lambda n: [torch.randn(n).double()]),
+    "tanh_f64": (lambda x: -x.tanh(), lambda n: [torch.randn(n).double()]),
+    "erf_f64": (lambda x: -x.erf(), lambda n: [torch.randn(n).double()]),
+    "sin_f64": (lambda x: -x.sin(), lambda n: [torch.randn(n).double()]),
     "bias_gelu": (bias_gelu, lambda n: [torch.randn(n // 1024, 1024), torch.randn(1024)]),
     "chain8": (chain8, lambda n: [torch.randn(n), torch.randn(n)]),
     "lstm_tail": (
@@ -99,7 +104,7 @@ def launch_costs(rounds: int) -> tuple[float, float]:
     f = fusec.compile(lambda t: -(t + 1))
     f(x)
     step_fn, ins = _bare_kernel(f.last.program, [x])
-    kernel = step_fn.kernel
+    kernel = step_fn.fn.kernel
     kernel(ins)
     (plan,) = kernel._plans.values()
     half = cpu._split_range(plan.template[1], 2)
@@ -131,7 +136,7 @@ def main() -> None:
         f = fusec.compile(fn)
         f(*ins)
         step_fn, kins = _bare_kernel(f.last.program, ins)
-        kernel = step_fn.kernel
+        kernel = step_fn.fn.kernel
         call = bare_call(kernel, kins, split=False)
         measured = thread_seconds(call, opts.rounds) / n * 1e9
         est = kernel.signature.cost

@@ -13,6 +13,9 @@ once `convert-math-to-llvm` expands it) costs the most.
     %e = math.exp %x            0.3
     %y = arith.mulf %e, %x      0.004
     memref.store %y, ...        0.06     -> cost 0.424 ns per element
+
+An op on f64 costs more: half the lanes per vector, and for some
+transcendentals a longer expansion or a scalar libm call (`_F64_MATH`).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from collections.abc import Iterable
 
 from xdsl.dialects import arith, memref
 from xdsl.dialects import math as mathd
+from xdsl.dialects.builtin import Float64Type
 from xdsl.ir import Operation
 
 _MEMORY = 0.06
@@ -46,6 +50,21 @@ _TRANSCENDENTAL = {
 }
 _OTHER_MATH = 0.3
 """A math op not listed: priced like an average transcendental."""
+_F64 = 2.0
+"""An f64 op's cost over its f32 one: half the lanes per vector."""
+_F64_MATH = {
+    "math.erf": 25.0,
+    "math.exp": 2.6,
+    "math.expm1": 2.6,
+    "math.tanh": 2.5,
+    "math.sin": 1.7,
+    "math.cos": 1.7,
+}
+"""The same for transcendentals whose f64 expansion is longer or scalar (erf
+calls libm's), fitted so that the f64 kernels' estimates are off by what the
+f32 ones are on the same machine (`benchmarks/kernel_cost.py`: an f64 erf
+kernel ran 20x its f32-priced estimate, and so a 2^16 call ran on one thread
+at 2.4x eager's time)."""
 
 _MATH_CHEAP = (
     mathd.AbsFOp,
@@ -72,7 +91,17 @@ _DIVISIONS = (
 
 def op_cost(op: Operation) -> float:
     """The estimated nanoseconds per element of one loop-body op (0 for ops
-    that do no per-element work: loops, yields, constants)."""
+    that do no per-element work: loops, yields, constants); an op on f64 costs
+    `_F64` (`_F64_MATH`) times its f32 price.
+
+        math.exp on f32: 0.3    math.exp on f64: 0.3 x 2.6 = 0.78"""
+    cost = _f32_cost(op)
+    if cost and any(isinstance(v.type, Float64Type) for v in (*op.operands, *op.results)):
+        return cost * _F64_MATH.get(op.name, _F64)
+    return cost
+
+
+def _f32_cost(op: Operation) -> float:
     if isinstance(op, memref.LoadOp | memref.StoreOp):
         return _MEMORY
     if isinstance(op, arith.ConstantOp):

@@ -117,6 +117,27 @@ def test_cost_weighs_transcendentals_over_arithmetic():
     assert 0 < add < exp < chain.signature.cost
 
 
+def test_cost_prices_f64_above_f32():
+    """Half the lanes per vector, and a longer erf: a 2^16 f64 erf kernel was
+    priced as its f32 twin and ran on one thread at 2.4x eager's time."""
+    x, y = torch.randn(8), torch.randn(8)
+    xd, yd = x.double(), y.double()
+
+    def cost(a, b, body):
+        return _kernel([a, b], body).signature.cost
+
+    def add(b, p, q):
+        return b.AddOp(p, q)
+
+    def erf(b, p, q):
+        return b.AddOp(b.ErfOp(p), q)
+
+    assert cost(xd, yd, add) > 1.8 * cost(x, y, add)  # index math stays integer
+    assert cost(xd, yd, erf) > 10 * cost(x, y, erf)
+    n, launch = 1 << 16, cpu.NATIVE_LAUNCH_NS
+    assert cpu._chunk_count(n, cost(xd, yd, erf), launch) > 1
+
+
 def test_chunk_count_follows_work_not_elements(monkeypatch):
     monkeypatch.setattr(cpu, "num_threads", lambda: 4)
     launch = cpu.NATIVE_LAUNCH_NS
