@@ -31,7 +31,7 @@ from typing import Any
 
 import torch
 from fusec.llvm_jit import JitModule
-from fusec.runtime import parallel_launch
+from fusec.runtime import cpu_pool, parallel_launch
 from fusec.runtime.kernel_signature import KernelArtifact, KernelSignature
 from fusec.runtime.operands import broadcast_strides, planned_call, prepare, put_scalars
 
@@ -73,6 +73,19 @@ where `torch.empty_strided` takes 1.5-2 us, and on a 64-element kernel the
 allocations were most of the call. Falls back to `torch.empty_strided` on a torch
 without it. (A kernel's outputs always live on the CPU, whatever default device
 a `torch.device` context sets.)"""
+
+
+
+def _allocator(shape: Sequence[int], dtype: torch.dtype) -> Callable[..., torch.Tensor]:
+    """How a plan allocates a contiguous output of `shape`: `empty_strided_cpu`,
+    or for one of `cpu_pool.MIN_BYTES` and more the output pool (`runtime/cpu_pool.py`:
+    recycled blocks, no page faults on the kernel's first write)."""
+    nbytes = math.prod(shape) * dtype.itemsize
+    out_pool = cpu_pool.pool() if nbytes >= cpu_pool.MIN_BYTES else None
+    if out_pool is None:
+        return empty_strided_cpu
+    return functools.partial(out_pool.empty, nbytes=nbytes)
+
 
 _pool_lock = threading.Lock()
 _pool: ThreadPoolExecutor | None = None
@@ -239,7 +252,7 @@ class CpuKernel:
             if plan is None:
                 return self._call_unplanned(inputs)
         allocs = [
-            empty_strided_cpu(shape, _contiguous_strides(shape), dtype)
+            _allocator(shape, dtype)(shape, _contiguous_strides(shape), dtype)
             for shape, dtype in plan.allocs
         ]
         results = [allocs[j] for j in plan.results]
@@ -294,8 +307,8 @@ class CpuKernel:
                 p = get((t0.shape, t0.stride()))
                 if p is None:
                     return planned(inputs)
-                sh0, st0, o0, o1, template, chunks = p
-                a0 = empty(sh0, st0, D0)
+                sh0, st0, al0, o0, o1, template, chunks = p
+                a0 = al0(sh0, st0, D0)         # empty_strided_cpu, or the pool's
                 args = copy(template)
                 ptr_t0 = t0.data_ptr()
                 ptr_a0 = a0.data_ptr()
@@ -310,7 +323,6 @@ class CpuKernel:
         env: dict[str, Any] = {
             "get": self._packed.get,
             "planned": self._call_planned,
-            "empty": empty_strided_cpu,
             "copy": self._array.from_buffer_copy,
             "doubles": self._doubles.from_buffer,
             "fn": self._fn,
@@ -323,12 +335,12 @@ class CpuKernel:
         lines.append(f"    p = get(({key}))")
         lines.append("    if p is None:")
         lines.append("        return planned(inputs)")
-        names = [f"{n}{j}" for j in range(len(plan.allocs)) for n in ("sh", "st")]
+        names = [f"{n}{j}" for j in range(len(plan.allocs)) for n in ("sh", "st", "al")]
         names += [f"o{k}" for k in range(len(plan.pointers))]
         lines.append(f"    {', '.join(names)}, template, chunks = p")
         for j, (_, dtype) in enumerate(plan.allocs):
             env[f"D{j}"] = dtype
-            lines.append(f"    a{j} = empty(sh{j}, st{j}, D{j})")
+            lines.append(f"    a{j} = al{j}(sh{j}, st{j}, D{j})")
         lines.append("    args = copy(template)")
         for src in dict.fromkeys(src for _, src, _ in plan.pointers):
             t = f"t{src}" if src >= 0 else f"a{-1 - src}"
@@ -485,7 +497,11 @@ class CpuKernel:
             return  # zero-size layouts take the planned path
         self._packed[key] = (
             # Contiguous strides: the outputs are what `torch.empty` would make.
-            *(x for shape, _ in plan.allocs for x in (shape, _contiguous_strides(shape))),
+            *(
+                x
+                for shape, dtype in plan.allocs
+                for x in (shape, _contiguous_strides(shape), _allocator(shape, dtype))
+            ),
             *(offset for _, _, offset in plan.pointers),
             plan.template,
             plan.launch,
