@@ -215,7 +215,7 @@ class ConcatProducts(RewritePattern):
             total = add.result
         self.cats += [c for c in new_ops if isinstance(c, CatOp)]
         derived_from(new_ops, op)
-        rewriter.insert_op(new_ops, InsertPoint.before(op))
+        rewriter.insert(new_ops, InsertPoint.before(op))
         rewriter.replace_all_uses_with(op.result, total)
         # Users before producers: each op of the tree is dead once its user is gone.
         fed = {o.owner for mm, _ in found.products for o in mm.operands}

@@ -108,7 +108,7 @@ class RaiseFlattenedLinear(RewritePattern):
         except VerifyException:
             linear.erase()
             return
-        rewriter.replace_op(op, linear)
+        rewriter.replace(op, linear)
         # The product, and the views only it read, are dead now.
         views = [v.owner for v in (lhs, rhs)]
         rewriter.erase(product)
