@@ -14,7 +14,9 @@ out again for an output of the same byte size:
     out = pooled_empty((4096, 4096), (4096, 1), torch.float32)   # the same block
 
 A block is free when the pool holds its storage's only reference (views,
-saved-for-backward tensors and NumPy arrays of an output all hold one).
+saved-for-backward tensors and NumPy arrays of an output all hold one); a block
+moved to shared memory (`share_memory_()`, as sending a tensor to another
+process does) is never handed out again.
 Outputs under `MIN_BYTES` come from the allocator as before. The pool keeps at
 most `FUSEC_CPU_POOL_MB` MiB of blocks (default: an eighth of physical memory,
 at most 1 GiB; 0 turns it off); past that, free blocks of any size are dropped
@@ -70,7 +72,9 @@ class OutputPool:
             blocks = self._blocks.setdefault(nbytes, [])
             for block in blocks:
                 if _is_free(block):
-                    if block.nbytes() < nbytes:  # a caller shrank it (storage.resize_)
+                    # A caller shrank it (`storage.resize_`), or moved it to shared
+                    # memory, which another process may still read: not reused.
+                    if block.nbytes() < nbytes or block.is_shared():
                         blocks.remove(block)
                         self.held -= nbytes
                         break

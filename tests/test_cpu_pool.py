@@ -121,11 +121,15 @@ def test_a_cap_of_zero_turns_the_pool_off():
     assert out.stdout.strip() == "True", out.stderr
 
 
-def test_a_block_whose_storage_was_shrunk_is_dropped():
+@pytest.mark.parametrize("change", ["shrunk", "shared"])
+def test_a_block_whose_storage_was_shrunk_or_shared_is_dropped(change):
     mib = 1 << 20
     p = OutputPool(4 * mib)
     a = p.empty((mib // 4,), (1,), torch.float32, mib)
-    a.untyped_storage().resize_(0)
+    if change == "shrunk":
+        a.untyped_storage().resize_(0)
+    else:
+        a.share_memory_()  # another process may hold it now
     del a
     b = p.empty((mib // 4,), (1,), torch.float32, mib)
     b.fill_(2.0)
