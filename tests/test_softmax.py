@@ -182,3 +182,45 @@ def test_masked_fill_that_would_promote_stays_eager() -> None:
     want = fn(x, n, n % 3 == 0)
     torch.testing.assert_close(got, want)
     torch.testing.assert_close(x.grad, n.masked_fill(n % 3 == 0, 2).float())
+
+
+def test_causal_mask_fuses_into_the_softmax_of_a_torch_level_graph() -> None:
+    """Without grad the graph is torch-level (`Tensor.masked_fill`, `operator.invert`):
+    the scale, the mask's `~` and the fill join the softmax's kernel there too."""
+    on = torch.get_default_device()
+    att = torch.randn(2, 3, 9, 9, generator=torch.Generator().manual_seed(5), device="cpu").to(on)
+
+    def fn(a: torch.Tensor) -> torch.Tensor:
+        return _causal_softmax(a * 0.125)
+
+    f = fusec.compile(fn)
+    with torch.no_grad():
+        got, want = f(att), fn(att)
+    torch.testing.assert_close(got, want)
+    assert f.launches_per_call == 1
+    assert "aten.where" in f.ir() and "aten.logical_not" in f.ir()
+
+
+@pytest.mark.parametrize(
+    "name, fn",
+    [
+        # in place, through the method, with a bool mask built in the graph
+        ("in_place", lambda x, m: x.clone().masked_fill_(m > 0, -1.0) * 2),
+        ("function", lambda x, m: torch.masked_fill(x, m > 0, 3) + 1),
+        # integer `~` is bitwise: not `logical_not`
+        ("int_invert", lambda x, m: (~(m > 0)).float() + (~m.long()).float()),
+        # would promote: stays opaque, and eager keeps the integer dtype
+        ("promote", lambda x, m: m.long().masked_fill(m > 0, 2.5) * 3),
+        # a tensor value: opaque
+        ("tensor_value", lambda x, m: x.masked_fill(m > 0, x[0, 0]) * 2),
+    ],
+)
+def test_torch_level_masked_fill_and_invert_match_eager(name, fn) -> None:
+    gen = torch.Generator().manual_seed(6)
+    x = torch.randn(5, 7, generator=gen).to(torch.get_default_device())
+    m = torch.randn(5, 7, generator=gen).to(torch.get_default_device())
+    f = fusec.compile(fn)
+    with torch.no_grad():
+        got, want = f(x, m), fn(x, m)
+    assert got.dtype == want.dtype, name
+    torch.testing.assert_close(got, want)
