@@ -107,12 +107,14 @@ def test_gpt2_block_every_unfused_op_has_a_true_reason():
     report = gpt2_report()
     (graph,) = report.graphs
     assert graph.groups and all(g.runs_as_kernel for g in graph.groups)
-    # The bias adds fuse with the residual adds and with GELU; each layer norm and
-    # the attention softmax is one group (the second norm with the residual before it).
+    # The bias adds fuse with the residual adds and with GELU; each layer norm is
+    # one group (the second norm with the residual before it), and so are the
+    # attention's scale, its causal mask (`masked_fill` as `where`) and softmax.
     fused = sorted(sorted(o.name for o in g.ops) for g in graph.groups)
     assert ["aten.add", "aten.gelu"] in fused
     assert ["aten.add", "aten.add"] in fused
-    assert ["aten.amax", "aten.exp", "aten.mul", "aten.reciprocal", "aten.sub", "aten.sum"] in fused
+    softmax = ["amax", "exp", "mul", "mul", "reciprocal", "sub", "sum", "where"]
+    assert [f"aten.{n}" for n in softmax] in fused
     assert sum(1 for g in fused if "aten.rsqrt" in g and "aten.mean" in g) == 2
     assert len(fused) == 5
     for op in graph.unfused:
