@@ -9,8 +9,9 @@ Two tables. Training: one step is zero_grad, forward, loss, backward and an SGD
 step. Inference: one forward under `torch.no_grad()`, where IREE's CPU backend
 (`torch.compile(backend="turbine_cpu")`, from the optional `bench` extra, as in
 `compile_bench.py`) is a column too when installed. float32, CPU.
-The variants of a model step in turn, round after round, and each time is
-the median over the rounds, so load from other processes hits all alike;
+The variants of a model step in turn, round after round (each round starting
+at the next variant), and each time is the median over the rounds, so load from
+other processes, or another runtime's threads still spinning, hits all alike;
 `f/e` and `f/i` are fusec's time over eager's and Inductor's (below 1: fusec
 is faster). `--threads N` runs torch and fusec on N threads; `--cpu-time`
 times with the process's CPU time (sums the threads' time: on a loaded machine,
@@ -97,10 +98,13 @@ def bench(steps: dict[str, Callable[[], Any]], rounds: int) -> dict[str, float]:
         step()
         step()
     times: dict[str, list[float]] = {name: [] for name in steps}
-    for _ in range(rounds):
-        for name, step in steps.items():
+    names = list(steps)
+    for r in range(rounds):
+        # Each round starts at the next variant: a runtime that leaves its threads
+        # spinning after its turn (IREE's) slows whichever variant comes next.
+        for name in names[r % len(names) :] + names[: r % len(names)]:
             t0 = CLOCK()
-            step()
+            steps[name]()
             times[name].append(CLOCK() - t0)
     return {name: statistics.median(t) for name, t in times.items()}
 
