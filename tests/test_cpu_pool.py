@@ -134,3 +134,23 @@ def test_a_block_whose_storage_was_shrunk_or_shared_is_dropped(change):
     b = p.empty((mib // 4,), (1,), torch.float32, mib)
     b.fill_(2.0)
     assert p.reused == 0 and p.held == mib and b.sum().item() == 2 * b.numel()
+
+
+def test_pooled_outputs_follow_inference_mode_and_autograd(out_pool):
+    """A block made under `inference_mode` serves normal calls and back: each
+    output is an inference tensor exactly when eager's is, and a call that
+    needs grad (the training path) still gets its gradients right."""
+    f = fusec.compile(_fn)
+    x, y = _args(0)
+    for mode in (True, False, True):
+        with torch.inference_mode(mode):
+            got, want = f(x, y), _fn(x, y)
+            assert got.is_inference() == want.is_inference() == mode
+            torch.testing.assert_close(got, want)
+            del got
+    assert out_pool.reused >= 2
+    xg = x.clone().requires_grad_()
+    f(xg, y).sum().backward()
+    xe = x.clone().requires_grad_()
+    _fn(xe, y).sum().backward()
+    torch.testing.assert_close(xg.grad, xe.grad)
