@@ -147,27 +147,9 @@ def _pow_scalar(ctx: Any, a: Any, b: Any) -> SSAValue:
 _entry(A.where.self, A.where.ScalarSelf, A.where.ScalarOther, A.where.Scalar)(imp._where)
 
 
-@_entry(A.masked_fill.Scalar)
-def _masked_fill(ctx: Any, x: Any, mask: Any, value: Any) -> SSAValue:
-    """`masked_fill(x, mask, v)` = `where(mask, v, x)`, so an attention mask fuses
-    into the softmax. `masked_fill` never promotes; where `where` would (an integer
-    `x` filled with a float) the importer's check of the result type against
-    PyTorch's keeps the node opaque."""
-    xt, m = ctx.tensor(x), ctx.tensor(mask)
-    v = ctx.const(value)
-    if inf.element_type(m.type) != inf.BOOL or not isinstance(v, bool | int | float):
-        raise imp._NotMapped("masked_fill with a non-bool mask or a non-number value")
-    return ctx.add_op(aten.WhereOp(m, ctx.operand(value), xt)).results[0]
-
-
-@_entry(A.bitwise_not.default)
-def _bitwise_not(ctx: Any, x: Any) -> SSAValue:
-    """`~mask` of a bool tensor is `logical_not` (an attention mask's complement);
-    integer `~` stays opaque."""
-    xt = ctx.tensor(x)
-    if inf.element_type(xt.type) != inf.BOOL:
-        raise imp._NotMapped("bitwise_not of a non-bool tensor")
-    return ctx.add_op(aten.LogicalNotOp(xt)).results[0]
+# The torch-level handlers: an attention mask fuses into the softmax either way.
+_entry(A.masked_fill.Scalar)(imp._masked_fill)
+_entry(A.bitwise_not.default)(imp._bitwise_not)
 
 
 _entry(A.clamp.default, A.clamp_.default)(imp._clamp)

@@ -1082,11 +1082,11 @@ def _where(ctx: _Importer, c: Any, a: Any, b: Any) -> SSAValue:
 
 @_register(torch.masked_fill, "masked_fill", "masked_fill_")
 def _masked_fill(ctx: _Importer, x: Any, mask: Any, value: Any) -> SSAValue:
-    """`x.masked_fill(mask, v)` = `where(mask, v, x)`, as the ATen table maps
-    `masked_fill.Scalar`, so an attention mask fuses into the softmax in a
-    torch-level graph too. A tensor value or a non-bool mask stays opaque; where
-    `where` would promote (an integer `x` filled with a float) the result-type
-    check keeps the node opaque (`masked_fill` never promotes)."""
+    """`x.masked_fill(mask, v)` = `where(mask, v, x)` (also ATen's
+    `masked_fill.Scalar`), so an attention mask fuses into the softmax. A tensor
+    value or a non-bool mask stays opaque; where `where` would promote (an
+    integer `x` filled with a float) the importer's check of the result type
+    against PyTorch's keeps the node opaque (`masked_fill` never promotes)."""
     m, v = ctx.tensor(mask), ctx.const(value)
     if inf.element_type(m.type) != inf.BOOL or not _is_scalar(v):
         raise _NotMapped("masked_fill with a non-bool mask or a tensor value")
@@ -1095,7 +1095,8 @@ def _masked_fill(ctx: _Importer, x: Any, mask: Any, value: Any) -> SSAValue:
 
 @_register(torch.bitwise_not, operator.invert, "bitwise_not")
 def _bitwise_not(ctx: _Importer, x: Any) -> SSAValue:
-    """`~mask` of a bool tensor is `logical_not`; integer `~` stays opaque."""
+    """`~mask` of a bool tensor (also ATen's `bitwise_not`) is `logical_not`
+    (an attention mask's complement); integer `~` stays opaque."""
     xt = ctx.tensor(x)
     if inf.element_type(xt.type) != inf.BOOL:
         raise _NotMapped("bitwise_not of a non-bool tensor")
