@@ -164,7 +164,7 @@ def fast_path(
             scalar_lines.append(f"    if type({a}) is not {s.__name__}:")
             scalar_lines.append("        return MISS")
             continue
-        if not (isinstance(s, tuple) and len(s) == 5 and isinstance(s[0], torch.dtype)):
+        if not _is_tensor_spec(s):
             return None  # a value, an unhashable argument, ...: the full path decides
         tensors.append(a)
         dtype, device, shape, contiguous, _ = s
@@ -375,7 +375,7 @@ def _view_specs(program: Any, arg_specs: Sequence[Any]) -> dict[int, Any]:
         if len(step.ins) != 1 or len(step.outs) != 1 or step.ins[0] not in specs:
             continue
         spec = specs[step.ins[0]]
-        if not (isinstance(spec, tuple) and len(spec) == 5 and isinstance(spec[0], torch.dtype)):
+        if not _is_tensor_spec(spec):
             continue
         dtype, device, shape, _, rest = spec
         rank, op = len(shape), recipe[1]
@@ -393,10 +393,16 @@ def _view_specs(program: Any, arg_specs: Sequence[Any]) -> dict[int, Any]:
     return specs
 
 
+def _is_tensor_spec(spec: Any) -> bool:
+    """Whether a key part is a tensor's: (dtype, device, shape, contiguous, grad)
+    (`compiled._arg_spec`)."""
+    return isinstance(spec, tuple) and len(spec) == 5 and isinstance(spec[0], torch.dtype)
+
+
 def _implies(spec: Any, check: Any, exact: bool) -> bool:
     """Whether every argument of key part `spec` passes `check` (a guard's
     `_InputCheck`, as its `matches` tests it)."""
-    if not (isinstance(spec, tuple) and len(spec) == 5 and isinstance(spec[0], torch.dtype)):
+    if not _is_tensor_spec(spec):
         return False
     dtype, device, shape, contiguous, _ = spec
     ones = tuple(n == 1 for n in shape) if exact else tuple(shape)

@@ -33,7 +33,13 @@ import torch
 from fusec.llvm_jit import JitModule
 from fusec.runtime import cpu_pool, parallel_launch
 from fusec.runtime.kernel_signature import KernelArtifact, KernelSignature
-from fusec.runtime.operands import broadcast_strides, planned_call, prepare, put_scalars
+from fusec.runtime.operands import (
+    MAX_PLANS,
+    broadcast_strides,
+    planned_call,
+    prepare,
+    put_scalars,
+)
 
 NATIVE_LAUNCH_NS = 5_000.0
 """What a parallel launch on the OpenMP threads costs, in ns (2-11 us measured
@@ -52,8 +58,6 @@ the work split is sized by): a transposed operand's tile copy and its re-read
 from the buffer come on top of the kernel's own ops. Measured: relu(a.t() + b)
 at 2^16, one thread, 29 us; with the plain estimate (0.24 ns) that launch ran
 on one thread."""
-_MAX_PLANS = 64
-"""Layouts remembered per kernel; past that the oldest plan is dropped."""
 
 
 def _dispatched_empty_strided(
@@ -73,7 +77,6 @@ where `torch.empty_strided` takes 1.5-2 us, and on a 64-element kernel the
 allocations were most of the call. Falls back to `torch.empty_strided` on a torch
 without it. (A kernel's outputs always live on the CPU, whatever default device
 a `torch.device` context sets.)"""
-
 
 
 def _allocator(shape: Sequence[int], dtype: torch.dtype) -> Callable[..., torch.Tensor]:
@@ -488,7 +491,7 @@ class CpuKernel:
             ctypes.c_void_p.from_address(slot).value = entry
 
     def _remember(self, key: tuple[Any, ...], plan: LaunchPlan) -> None:
-        if len(self._plans) >= _MAX_PLANS:
+        if len(self._plans) >= MAX_PLANS:
             old = next(iter(self._plans))
             self._plans.pop(old)
             self._packed.pop(old, None)

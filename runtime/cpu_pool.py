@@ -9,9 +9,10 @@ kernel at 2^24 ran at half its speed. Like PyTorch's CUDA caching allocator,
 the pool keeps the storage of an output after the caller drops it and hands it
 out again for an output of the same byte size:
 
-    out = pooled_empty((4096, 4096), (4096, 1), torch.float32)   # a new block
-    del out                                # the pool's reference is the last one
-    out = pooled_empty((4096, 4096), (4096, 1), torch.float32)   # the same block
+    size, stride, nbytes = (4096, 4096), (4096, 1), 4096 * 4096 * 4
+    out = pool().empty(size, stride, torch.float32, nbytes)   # a new block
+    del out                              # the pool's reference is the last one
+    out = pool().empty(size, stride, torch.float32, nbytes)   # the same block
 
 A block is free when the pool holds its storage's only reference (views,
 saved-for-backward tensors and NumPy arrays of an output all hold one); a block

@@ -32,7 +32,13 @@ from typing import Any
 
 import torch
 from fusec.codegen import KernelArtifact, KernelSignature, is_gpu_target
-from fusec.runtime.operands import broadcast_strides, planned_call, prepare, put_scalars
+from fusec.runtime.operands import (
+    MAX_PLANS,
+    broadcast_strides,
+    planned_call,
+    prepare,
+    put_scalars,
+)
 
 log = logging.getLogger("fusec")
 
@@ -532,7 +538,7 @@ class CudaKernel:
         plan = None
         if device is not None and not sig.zero_division_flag:
             plan = self._make_plan(inputs, device)
-        if len(self._plans) >= _MAX_PLANS:
+        if len(self._plans) >= MAX_PLANS:
             self._plans.pop(next(iter(self._plans)))
         self._plans[key] = plan
         return plan
@@ -619,10 +625,6 @@ class CudaKernel:
         if flag is not None and not torch.cuda.is_current_stream_capturing() and flag.item():
             raise RuntimeError("ZeroDivisionError")
         return results
-
-
-_MAX_PLANS = 64
-"""Layouts remembered per kernel; past that the oldest plan is dropped."""
 
 
 @dataclass(frozen=True)

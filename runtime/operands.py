@@ -159,6 +159,11 @@ def _exit_outputs(
     return outs, results  # type: ignore[return-value]
 
 
+MAX_PLANS = 64
+"""Launch plans (input layouts) an executor keeps per kernel; past that the
+oldest plan is dropped."""
+
+
 class PlannedCall(NamedTuple):
     """One call's kernel arguments as a launch plan needs them (`planned_call`)."""
 
