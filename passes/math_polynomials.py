@@ -152,6 +152,9 @@ class Emitter:
     def and_(self, a: SSAValue, b: SSAValue) -> SSAValue:
         return self.emit(llvm.AndOp(a, b))
 
+    def xor(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self.emit(llvm.XOrOp(a, b))
+
     def not_(self, a: SSAValue) -> SSAValue:
         true = self.emit(llvm.ConstantOp(IntegerAttr(-1, i1), i1))
         return self.emit(llvm.XOrOp(a, true))
@@ -438,6 +441,56 @@ _COS = {
 # Lanes with |x| <= SINCOS_FAST_MAX take the Cody-Waite reduction above (j stays
 # below 2^20, so j*part is exact); larger finite lanes take the table reduction.
 SINCOS_FAST_MAX = 1.6e6
+# f32 lanes with |x| <= SINCOS_FAST_MAX_F32 take the all-f32 path below.
+SINCOS_FAST_MAX_F32 = 39000.0
+
+
+def sincos_fast_max(ftype: Attribute) -> float:
+    """The largest |x| whose "fast" sin/cos (see `SINCOS_RANGE`) is accurate."""
+    return SINCOS_FAST_MAX_F32 if isinstance(ftype, Float32Type) else SINCOS_FAST_MAX
+
+
+# pi in four f32 parts with trailing zeros (SLEEF's PI_A..Df): q*part is exact
+# for |q| < 2^15, so x - q*pi loses nothing up to |x| = SINCOS_FAST_MAX_F32.
+_PI_F32 = (3.140625, 0.0009670257568359375, 6.2771141529083251953e-07, 1.2154201256553420762e-10)
+# sin d = d + d^3 P(d^2) on |d| <= pi/2 (SLEEF's sinf_u35 fit).
+_SIN_HALF_PI_F32 = (
+    -0.166666597127914428710938,
+    0.00833307858556509017944336,
+    -0.0001981069071916863322258,
+    2.6083159809786593541503e-06,
+)
+
+
+def _sincos_f32_fast(em: Emitter, x: SSAValue, cosine: bool) -> SSAValue:
+    """sin/cos of an f32 x with |x| <= SINCOS_FAST_MAX_F32, all in f32 (twice
+    the lanes of the f64 reduction): sin x = (-1)^q sin(x - q*pi) with
+    q = rint(x/pi), and cos x = sin(x - q'*pi/2) with the odd q' =
+    2*rint(x/pi - 1/2) + 1, negated when q'/2 rounds down to an even number.
+    One odd polynomial on |d| <= pi/2; 2.5 ulp at most against sin/cos in f64
+    (checked near every multiple of pi/2 up to the bound)."""
+    y = em.mul(x, em.c(1 / math.pi))
+    if cosine:
+        n_f, n_i = em.round_to_int(em.sub_exact(y, em.c(0.5)))
+        q = em.add_exact(em.add_exact(n_f, n_f), em.c(1.0))
+        parts = [p * 0.5 for p in _PI_F32]
+        # flip when n is even: bit 0 of n, inverted, as the sign bit
+        sign = em.xor(em.shl(n_i, em.ci(31)), em.ci(-(1 << 31)))
+    else:
+        q, n_i = em.round_to_int(y)
+        parts = list(_PI_F32)
+        sign = em.shl(n_i, em.ci(31))
+    d = x
+    for part in parts:
+        # q*part is exact, so a contracted (FMA) or plain subtraction rounds once
+        d = em.sub(d, em.mul(q, em.c(part)))
+    d = em.from_bits(em.xor(em.bits(d), sign))
+    s = em.mul(d, d)
+    res = em.add(d, em.mul(s, em.mul(em.horner(s, _SIN_HALF_PI_F32), d)))
+    if cosine:
+        return res
+    # sin(-0) = -0: the sum above rounds -0 + 0 to +0
+    return em.select(em.cmp("oeq", x, em.c(0.0)), x, res)
 TWO_OVER_PI_TABLE = "__fusec_two_over_pi"
 """Name of the private constant global holding 24-bit chunks of 2/pi."""
 _TABLE_LEN = 48  # the largest f64 exponent needs chunks up to (1023-54)//24 + 5 = 45
@@ -541,8 +594,8 @@ def _reduce_large(ed: Emitter, xd: SSAValue, is_f32: bool) -> tuple[SSAValue, SS
 
 SINCOS_RANGE = "fusec.sincos_range"
 """Attribute on `math.sin`/`math.cos` set by `sincos-fast-path`: "fast" means
-the result is only used where |x| <= SINCOS_FAST_MAX (other lanes are computed
-again), so the Cody-Waite reduction alone serves; "full" (or none) takes the
+the result is only used where |x| <= `sincos_fast_max` (other lanes are
+computed again), so a Cody-Waite reduction alone serves; "full" (or none) takes the
 reduction that is exact for every x."""
 
 
@@ -561,21 +614,11 @@ def _sincos_kernels(
     em: Emitter, x: SSAValue, fast: bool = False
 ) -> tuple[SSAValue, SSAValue, SSAValue]:
     """(sin r, cos r, quadrant j mod 4 as i64) with x = j*pi/2 + r; the
-    reduction runs in f64 for both widths. `fast`: Cody-Waite only (see
-    `SINCOS_RANGE`)."""
+    reduction runs in f64 for both widths. `fast` (f64 only): Cody-Waite only
+    (see `SINCOS_RANGE`)."""
     ed = em.other(f64)
-    if fast and em.is_f32:
-        # the f64 reduction without its clamp (lanes it would clamp are large,
-        # and recomputed); the quadrant in i32, as wide as the f32 lanes
-        xd = ed.ext(x, f64)
-        j_f, _ = ed.round_to_int(ed.mul(xd, ed.c(2 / math.pi)))
-        r = xd
-        for part in _PIO2:
-            r = ed.sub_exact(r, ed.mul_exact(j_f, ed.c(part)))
-        r = ed.trunc(r, f32)
-        _, j_i = em.round_to_int(ed.trunc(j_f, f32))  # exact: |j| < 2^20
-        q = em.and_(j_i, em.ci(3))
-    elif fast:
+    if fast:
+        # f32 fast lanes take `_sincos_f32_fast` instead
         r, q = _cody_waite(ed, x)
     elif em.is_f32:
         # the f32 chunk reduction is exact for every magnitude and costs less
@@ -613,11 +656,15 @@ def _quadrant(em: Emitter, s: SSAValue, c: SSAValue, q: SSAValue) -> SSAValue:
 
 
 def sin(em: Emitter, x: SSAValue, fast: bool = False) -> SSAValue:
+    if fast and em.is_f32:
+        return _sincos_f32_fast(em, x, False)
     s, c, q = _sincos_kernels(em, x, fast)
     return _quadrant(em, s, c, q)
 
 
 def cos(em: Emitter, x: SSAValue, fast: bool = False) -> SSAValue:
+    if fast and em.is_f32:
+        return _sincos_f32_fast(em, x, True)
     s, c, q = _sincos_kernels(em, x, fast)
     ed = _int_emitter(em, q)
     return _quadrant(em, s, c, ed.and_(ed.iadd(q, ed.ci(1)), ed.ci(3)))

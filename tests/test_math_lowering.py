@@ -19,7 +19,7 @@ import pytest
 import torch
 from fusec.llvm_jit import host_target_machine
 from fusec.passes.convert_math_to_llvm import ConvertMathToLLVMPass
-from fusec.passes.math_polynomials import SINCOS_FAST_MAX
+from fusec.passes.math_polynomials import SINCOS_FAST_MAX, SINCOS_FAST_MAX_F32
 from xdsl.backend.llvm.convert import convert_module
 from xdsl.context import Context
 from xdsl.dialects.arith import Arith
@@ -227,7 +227,8 @@ def test_sincos_huge_arguments_match_eager(op: str, dtype: torch.dtype) -> None:
     came out wrong); the table reduction must agree with eager up to the dtype
     max, through the whole compiler (f16/bf16 compute in f32)."""
     info = torch.finfo(dtype)
-    values = [SINCOS_FAST_MAX * 1.0001, 1.7e6, 1e8, 1e12, -1e20, 1e30, 3e38, -1e300]
+    values = [SINCOS_FAST_MAX_F32 * 1.0001, -5e4, 1e6, SINCOS_FAST_MAX * 1.0001, 1.7e6]
+    values += [1e8, 1e12, -1e20, 1e30, 3e38, -1e300]
     values += [info.max, -info.max, math.inf, -math.inf, math.nan, 0.5, -2.0]
     g = torch.Generator().manual_seed(3)
     # log-uniform magnitudes of both signs across the whole exponent range
@@ -279,6 +280,30 @@ def test_f32_erf_dense_sweep() -> None:
     assert torch.equal(torch.signbit(zeros), torch.signbit(x[x == 0]))
 
 
+@pytest.mark.parametrize("op", ["sin", "cos"])
+def test_f32_sincos_fast_path_near_multiples_of_half_pi(op: str) -> None:
+    """The all-f32 fast path (`_sincos_f32_fast`, taken by every f32 loop up to
+    SINCOS_FAST_MAX_F32) where its reduction is hardest: the 201 f32 values
+    around every multiple of pi/2 up to the bound, both signs, plus a uniform
+    sweep: at most 3 ulp from sin/cos in f64 and within eager's tolerances;
+    sin(-0) = -0."""
+    k = torch.arange(1, int(SINCOS_FAST_MAX_F32 / (math.pi / 2)), dtype=torch.float64)
+    base = (k * math.pi / 2).to(torch.float32).view(torch.int32)
+    x = (base[:, None] + torch.arange(-100, 101, dtype=torch.int32)).view(torch.float32)
+    g = torch.Generator().manual_seed(11)
+    sweep = (torch.rand(200_000, generator=g) * 2 - 1) * SINCOS_FAST_MAX_F32
+    x = torch.cat([x.flatten(), sweep, torch.tensor([0.0, 1e-30, 1e-6, 0.5])])
+    x = torch.cat([x, -x])
+    fn = getattr(torch, op)
+    got = fusec.compile(lambda t: fn(t) * 2)(x) / 2
+    assert_matches(got, fn(x), f"{op} f32 fast path")
+    err = _ulp_error(got, fn(x.to(torch.float64)))
+    worst = int(err.argmax())
+    assert err.max() <= 3, f"{op}({x[worst].item()!r}): {err.max().item():.2f} ulp"
+    zeros = got[x == 0]
+    assert torch.equal(torch.signbit(zeros), torch.signbit(x[x == 0]) & (op == "sin"))
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["f32", "f64"])
 @pytest.mark.parametrize("layout", ["contiguous", "rows"])
 def test_sincos_fast_path_reruns_large_arguments(dtype: torch.dtype, layout: str) -> None:
@@ -287,14 +312,15 @@ def test_sincos_fast_path_reruns_large_arguments(dtype: torch.dtype, layout: str
     or NaN argument is computed again with the exact reduction, so every element
     matches eager, those beside the large ones too. With "rows" (a view of every
     other column) each row is a loop range of its own."""
+    limit = SINCOS_FAST_MAX_F32 if dtype == torch.float32 else SINCOS_FAST_MAX
     g = torch.Generator().manual_seed(5)
-    x = (torch.rand(48, 602, generator=g, dtype=torch.float64) * 2 - 1) * SINCOS_FAST_MAX
+    x = (torch.rand(48, 602, generator=g, dtype=torch.float64) * 2 - 1) * limit
     x[:8] = torch.randn(8, 602, generator=g, dtype=torch.float64) * 10
-    x[41, 10] = SINCOS_FAST_MAX
-    x[42, 10] = -SINCOS_FAST_MAX
+    x[41, 10] = limit
+    x[42, 10] = -limit
     for row, col, v in [(3, 34, 1e12), (10, 0, -3e7), (20, 600, math.inf), (31, 300, math.nan)]:
         x[row, col] = v
-    x[40, 10] = SINCOS_FAST_MAX * 1.001
+    x[40, 10] = limit * 1.001
     x = x.to(dtype)
     if layout == "rows":
         x = x[:, ::2]

@@ -73,19 +73,30 @@ func.func @vector_left_alone(%x: vector<4xf32>) -> vector<4xf32> {
 
 // -----
 
-// sin/cos marked fast (sincos-fast-path) reduce by Cody-Waite alone (three
-// parts of pi/2 in f64, then f32): no 2/pi table, no chunk products; unmarked
-// ones keep the exact reduction for every magnitude.
+// sin/cos marked fast (sincos-fast-path) reduce by Cody-Waite alone; in f32
+// all in f32: q = rint(x/pi), pi in four parts, q's parity flips the sign bit,
+// one odd polynomial. No 2/pi table, no chunk products, no f64; unmarked ones
+// keep the exact reduction for every magnitude.
 // CHECK-LABEL: func.func @sin_fast_f32
+// CHECK-SAME:    (%[[X:.*]]: f32)
 // CHECK-NOT:     llvm.call
-// CHECK:         llvm.fpext {{.*}} : f32 to f64
-// CHECK:         llvm.mlir.constant(1.5707963267341256 : f64) : f64
-// CHECK:         llvm.mlir.constant(6.077100506303966e-11 : f64) : f64
-// CHECK:         llvm.mlir.constant(2.0222662487959506e-21 : f64) : f64
-// CHECK:         llvm.fptrunc {{.*}} : f64 to f32
-// CHECK-NOT:     llvm.call
+// CHECK-NOT:     f64
+// CHECK:         %[[INVPI:.*]] = llvm.mlir.constant(0.318309873 : f32) : f32
+// CHECK:         llvm.fmul %[[X]], %[[INVPI]]
+// CHECK:         %[[SIGN:.*]] = llvm.shl %{{.*}}, %{{.*}} : i32
+// CHECK:         llvm.mlir.constant(3.140625 : f32) : f32
+// CHECK:         llvm.mlir.constant(0.000967025757 : f32) : f32
+// CHECK:         llvm.mlir.constant(6.27711415e-07 : f32) : f32
+// CHECK:         llvm.mlir.constant(1.21542013e-10 : f32) : f32
+// CHECK:         %[[D:.*]] = llvm.fsub
+// CHECK:         %[[DB:.*]] = llvm.bitcast %[[D]] : f32 to i32
+// CHECK:         llvm.xor %[[DB]], %[[SIGN]] : i32
+// CHECK:         llvm.mlir.constant(-0.166666597 : f32) : f32
+// CHECK:         %[[ZERO:.*]] = llvm.fcmp "oeq" %[[X]], %{{.*}} : f32
+// CHECK:         %[[R:.*]] = llvm.select %[[ZERO]], %[[X]], %{{.*}} : i1, f32
 // CHECK-NOT:     llvm.intr.floor
-// CHECK:         func.return %{{.*}} : f32
+// CHECK-NOT:     f64
+// CHECK:         func.return %[[R]] : f32
 // CHECK-NOT:     __fusec_two_over_pi
 func.func @sin_fast_f32(%x: f32) -> f32 {
   %y = math.sin %x {fusec.sincos_range = "fast"} : f32

@@ -1,13 +1,13 @@
 // RUN: fusec-opt %s --split-input-file -p sincos-fast-path | filecheck %s
 // RUN: fusec-opt %s --split-input-file -p sincos-fast-path,sincos-fast-path | filecheck %s
 
-// The loop computes sin with the fast reduction and or-reduces |x| > 1.6e6
+// The loop computes sin with the fast reduction and or-reduces |x| > 39000 (f32; 1.6e6 in f64)
 // (unordered: NaN too); the original loop, exact reduction, reruns under scf.if.
 // CHECK-LABEL: func.func @sin_loop
 // CHECK-SAME:    (%[[LB:.*]]: index, %[[UB:.*]]: index, %[[IN:.*]]: memref<?xf32>, %[[OUT:.*]]: memref<?xf32>)
 // CHECK:         %[[C1:.*]] = arith.constant 1 : index
 // CHECK:         %[[FALSE:.*]] = arith.constant false
-// CHECK:         %[[MAX:.*]] = arith.constant 1.600000e+06 : f32
+// CHECK:         %[[MAX:.*]] = arith.constant 3.900000e+04 : f32
 // CHECK:         %[[ANY:.*]] = scf.for %[[I:.*]] = %[[LB]] to %[[UB]] step %[[C1]] iter_args(%[[ACC:.*]] = %[[FALSE]]) -> (i1) {
 // CHECK-NEXT:      %[[X:.*]] = memref.load %[[IN]][%[[I]]] : memref<?xf32>
 // CHECK-NEXT:      %[[S:.*]] = math.sin %[[X]] {fusec.sincos_range = "fast"} : f32
