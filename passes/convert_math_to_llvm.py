@@ -111,16 +111,16 @@ class ExpandMathToPolynomial(RewritePattern):
         if ftype is None:
             return
         em = poly.Emitter(ftype)
+        fast = op.attributes.get(poly.SINCOS_RANGE) == StringAttr("fast")
+        # tables (sin/cos's 2/pi chunks, f64 erf's) are module globals
+        if makers := poly.tables_used(op.name, ftype, fast):
+            module = op.get_toplevel_object()
+            if not isinstance(module, ModuleOp):
+                return
+            for name, make in makers:
+                if SymbolTable.lookup_symbol(module, name) is None:
+                    rewriter.insert(make(), InsertPoint.at_end(module.body.block))
         if op.name in ("math.sin", "math.cos"):
-            fast = op.attributes.get(poly.SINCOS_RANGE) == StringAttr("fast")
-            if not fast:
-                # the large-argument reduction loads 2/pi chunks from a module global
-                module = op.get_toplevel_object()
-                if not isinstance(module, ModuleOp):
-                    return
-                if SymbolTable.lookup_symbol(module, poly.TWO_OVER_PI_TABLE) is None:
-                    table = poly.two_over_pi_global()
-                    rewriter.insert(table, InsertPoint.at_end(module.body.block))
             trig = poly.sin if op.name == "math.sin" else poly.cos
             result = trig(em, op.operands[0], fast)
         elif (unary := poly.UNARY.get(op.name)) is not None:

@@ -42,8 +42,8 @@ _TRANSCENDENTAL = {
     "math.log1p": 0.3,
     "math.tanh": 0.5,
     "math.erf": 0.12,
-    "math.sin": 0.45,
-    "math.cos": 0.45,
+    "math.sin": 0.25,
+    "math.cos": 0.25,
     "math.powf": 0.6,
     "math.sqrt": 0.01,
     "math.rsqrt": 0.01,
@@ -53,18 +53,19 @@ _OTHER_MATH = 0.3
 _F64 = 2.0
 """An f64 op's cost over its f32 one: half the lanes per vector."""
 _F64_MATH = {
-    "math.erf": 25.0,
+    "math.erf": 6.5,
     "math.exp": 2.6,
     "math.expm1": 2.6,
     "math.tanh": 2.5,
-    "math.sin": 1.7,
-    "math.cos": 1.7,
+    "math.sin": 3.0,
+    "math.cos": 3.0,
 }
-"""The same for transcendentals whose f64 expansion is longer or scalar (erf
-calls libm's), fitted so that the f64 kernels' estimates are off by what the
-f32 ones are on the same machine (`benchmarks/kernel_cost.py`: an f64 erf
-kernel ran 20x its f32-priced estimate, and so a 2^16 call ran on one thread
-at 2.4x eager's time)."""
+"""The same for transcendentals whose f64 expansion is longer (f32 sin/cos
+compute in f32, f64 ones reduce in f64 with longer polynomials; f64 erf reads a
+table and sums more terms), fitted so that the f64 kernels' estimates are off
+by what the f32 ones are on the same machine (`benchmarks/kernel_cost.py`; an
+f64 erf priced as f32 once ran a 2^16 call on one thread at 2.4x eager's
+time)."""
 
 _MATH_CHEAP = (
     mathd.AbsFOp,

@@ -20,10 +20,10 @@ f64 internally, which still vectorizes.
 
 from __future__ import annotations
 
+import functools
 import math
 import struct
 from collections.abc import Callable, Sequence
-from fractions import Fraction
 
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import (
@@ -525,8 +525,10 @@ def two_over_pi_global() -> llvm.GlobalOp:
     return llvm.GlobalOp(ty, TWO_OVER_PI_TABLE, "private", constant=True, value=value)
 
 
-def _table_chunk(ed: Emitter, index: SSAValue) -> SSAValue:
-    ptr = ed.emit(llvm.AddressOfOp(TWO_OVER_PI_TABLE, llvm.LLVMPointerType()))
+def _table_load(ed: Emitter, table: str, index: SSAValue) -> SSAValue:
+    """Element `index` of the f64 constant global `table` (a gather once
+    vectorized)."""
+    ptr = ed.emit(llvm.AddressOfOp(table, llvm.LLVMPointerType()))
     elem = ed.emit(llvm.GEPOp(ptr, [llvm.GEP_USE_SSA_VAL], f64, ssa_indices=[index]))
     return ed.emit(llvm.LoadOp(elem, f64))
 
@@ -567,7 +569,7 @@ def _reduce_large_f64(ed: Emitter, xd: SSAValue) -> SSAValue:
     halves = [yh, ed.sub_exact(y, yh)]
     f = ed.c(0.0)
     for i in range(6):
-        chunk = _table_chunk(ed, ed.iadd(k0, ed.ci(i)))
+        chunk = _table_load(ed, TWO_OVER_PI_TABLE, ed.iadd(k0, ed.ci(i)))
         d = ed.mul_exact(chunk, ed.c(2.0 ** (-24 * (i + 1))))
         for half in halves:
             p = ed.mul_exact(half, d)
@@ -672,83 +674,65 @@ def cos(em: Emitter, x: SSAValue, fast: bool = False) -> SSAValue:
 
 # --------------------------------------------------------------------------- erf
 
-# erf(x) = x * P(x^2) on |x| < 1: P is the near-minimax fit of erf(sqrt z)/sqrt z
-# on z in [0, 1], mpmath.chebyfit(..., 13): error 1.3e-19 (the Taylor series
-# needs 18 terms for the same).
-_ERF_SMALL = (
-    1.1283791670955126,
-    -0.3761263890318375,
-    0.11283791670954879,
-    -0.026866170645076792,
-    0.0052239776248180145,
-    -0.000854832698083379,
-    0.0001205533111164271,
-    -1.4925595266831182e-05,
-    1.6461000484121368e-06,
-    -1.6350312701054695e-07,
-    1.4659775274047436e-08,
-    -1.1372848856791674e-09,
-    5.957176147748911e-11,
-)
-# erfc(x) * exp(x^2) on [1, 6] as a Chebyshev series in u = 2.4/x - 1.4, evaluated
-# as the monomial polynomial it equals (`_chebyshev_to_monomial`)
-# (least-squares fit on Chebyshev nodes against mpmath; relative error 7e-15).
-_ERFC_CHEB = (
-    0.2747746858979528,
-    0.166993291193104,
-    -0.014778434908201282,
-    0.0004607660043734721,
-    0.00017657967835405306,
-    -5.026984064245508e-05,
-    7.427013355579373e-06,
-    -3.518811219297797e-07,
-    -1.7150112883963913e-07,
-    6.70662305146143e-08,
-    -1.4316589288479616e-08,
-    1.7595567749231928e-09,
-    7.45212089098276e-11,
-    -1.1543785402293842e-10,
-    3.887349930738433e-11,
-    -8.504894123054697e-12,
-    1.1272851276116997e-12,
-    4.3233812698403144e-14,
-    -8.419729124635308e-14,
-    3.196240628478948e-14,
-    -8.158296707310392e-15,
-    1.4304251781264533e-15,
-    -5.15985034193911e-17,
-)
+ERF_TABLE = "__fusec_erf_table"
+"""Name of the private constant global holding (erf r, 2/sqrt(pi) e^(-r^2))
+for r = k/128, k = 0..768, interleaved."""
+_ERF_STEPS = 128
+_ERF_LAST = 6 * _ERF_STEPS
+_ERF_MAX = 6.0 - 1.0 / _ERF_STEPS  # beyond, erfc < 2^-54: erf rounds to +-1
+_ERF_SHIFT = 2.0**45  # a + 2^45 rounds a to a multiple of 2^(45-52) = 1/128
 
 
-def _chebyshev_to_monomial(coeffs: Sequence[float]) -> list[float]:
-    """sum c_k T_k(u) as sum a_i u^i, converted exactly (rationals) and rounded
-    once. On |u| <= 1 these a_i sum to 0.49 in magnitude, so Horner on them is
-    as accurate as Clenshaw's recurrence at half its operations."""
-    polys = [[Fraction(1)], [Fraction(0), Fraction(1)]]  # T_0, T_1
-    while len(polys) < len(coeffs):
-        nxt = [Fraction(0)] + [2 * v for v in polys[-1]]  # T_k = 2u T_(k-1) - T_(k-2)
-        for i, v in enumerate(polys[-2]):
-            nxt[i] -= v
-        polys.append(nxt)
-    mono = [Fraction(0)] * len(coeffs)
-    for c, poly in zip(coeffs, polys, strict=False):
-        for i, v in enumerate(poly):
-            mono[i] += Fraction(c) * v
-    return [float(v) for v in mono]
+@functools.cache
+def _erf_table_values() -> list[float]:
+    values: list[float] = []
+    for k in range(_ERF_LAST + 1):
+        r = k / _ERF_STEPS
+        values += [math.erf(r), 2 / math.sqrt(math.pi) * math.exp(-r * r)]
+    return values
 
 
-_ERFC_MONO = _chebyshev_to_monomial(_ERFC_CHEB)
+def erf_table_global() -> llvm.GlobalOp:
+    """The f64 erf table as a private constant `llvm.mlir.global` (libm's erf
+    and exp, accurate to an ulp or so, give its entries)."""
+    values = _erf_table_values()
+    ty = llvm.LLVMArrayType(IntAttr(len(values)), f64)
+    value = DenseIntOrFPElementsAttr.from_list(TensorType(f64, [len(values)]), values)
+    return llvm.GlobalOp(ty, ERF_TABLE, "private", constant=True, value=value)
 
 
 def _erf_f64(ed: Emitter, x: SSAValue) -> SSAValue:
+    """erf|x| = erf(r) + s(r) * (d - d^2 * P(r, d)) with r = |x| rounded to a
+    multiple of 1/128, d = |x| - r (exact, |d| <= 1/256), s = erf' (r) and P
+    the Taylor terms of erf around r to d^5, whose coefficients are
+    polynomials in r (ARM optimized-routines' vector erf): two table loads
+    and 20 FMAs per lane, no exp, no division; 2 ulp. NaN and |x| past the
+    table read its last entry (the result is selected or NaN anyway)."""
     a = ed.fabs(x)
-    small = ed.mul(x, ed.horner(ed.mul(x, x), _ERF_SMALL))
-    u = ed.sub(ed.div(ed.c(2.4), a), ed.c(1.4))
-    g = ed.horner(u, _ERFC_MONO)
-    erfc = ed.mul(exp(ed, ed.neg(ed.mul(a, a))), g)
-    big = ed.copysign(ed.sub(ed.c(1.0), erfc), x)
-    big = ed.select(ed.cmp("ogt", a, ed.c(6.0)), ed.copysign(ed.c(1.0), x), big)
-    return ed.select(ed.cmp("olt", a, ed.c(1.0)), small, big)
+    shift = ed.c(_ERF_SHIFT)
+    z = ed.add_exact(a, shift)
+    k = ed.isub(ed.bits(z), ed.ci(_float_bits(_ERF_SHIFT, f64)))
+    k = ed.select(ed.cmp("ole", a, ed.c(_ERF_MAX)), k, ed.ci(_ERF_LAST))
+    at = ed.shl(k, ed.ci(1))
+    erf_r = _table_load(ed, ERF_TABLE, at)
+    scale = _table_load(ed, ERF_TABLE, ed.iadd(at, ed.ci(1)))
+    r = ed.sub_exact(z, shift)
+    d = ed.sub_exact(a, r)
+    d2 = ed.mul(d, d)
+    r2 = ed.mul(r, r)
+    third = ed.c(1 / 3)
+    p1 = r
+    p2 = ed.sub(third, ed.mul(r2, ed.c(2 / 3)))
+    p3 = ed.mul(r, ed.add(ed.c(-0.5), ed.mul(r2, third)))
+    p4 = ed.sub(ed.c(-0.1), ed.mul(r2, ed.add(ed.c(-0.4), ed.mul(r2, ed.c(2 / 15)))))
+    p5 = ed.add(ed.c(-2 / 9), ed.mul(r2, ed.c(2 / 45)))
+    p5 = ed.mul(r, ed.add(ed.c(1 / 6), ed.mul(r2, p5)))
+    p34 = ed.add(p3, ed.mul(d, p4))
+    p12 = ed.add(p1, ed.mul(d, p2))
+    y = ed.add(p12, ed.mul(d2, ed.add(p34, ed.mul(d2, p5))))
+    y = ed.add(erf_r, ed.mul(scale, ed.sub(d, ed.mul(d2, y))))
+    y = ed.select(ed.cmp("ogt", a, ed.c(_ERF_MAX)), ed.c(1.0), y)
+    return ed.copysign(y, x)
 
 
 # f32: erf(x) = x * P(x^2) / Q(x^2) on |x| <= 3.92, one rational for the whole
@@ -787,6 +771,18 @@ def _erf_f32(em: Emitter, x: SSAValue) -> SSAValue:
 
 def erf(em: Emitter, x: SSAValue) -> SSAValue:
     return _erf_f32(em, x) if em.is_f32 else _erf_f64(em, x)
+
+
+def tables_used(
+    op_name: str, ftype: Attribute, fast: bool
+) -> list[tuple[str, Callable[[], llvm.GlobalOp]]]:
+    """The constant globals the expansion of `op_name` loads from: (symbol,
+    maker of the `llvm.mlir.global` a module needs once)."""
+    if op_name in ("math.sin", "math.cos") and not fast:
+        return [(TWO_OVER_PI_TABLE, two_over_pi_global)]
+    if op_name == "math.erf" and isinstance(ftype, Float64Type):
+        return [(ERF_TABLE, erf_table_global)]
+    return []
 
 
 # -------------------------------------------------------------------------- powf

@@ -280,6 +280,35 @@ def test_f32_erf_dense_sweep() -> None:
     assert torch.equal(torch.signbit(zeros), torch.signbit(x[x == 0]))
 
 
+def test_f64_erf_table_sweep() -> None:
+    """The f64 erf (table of erf and its slope at multiples of 1/128, Taylor
+    terms to d^5): a uniform sweep to past the table's end, the values around
+    every table point and half point (where |d| is largest), tiny and
+    subnormal magnitudes and specials, both signs: at most 3 ulp from libm's
+    erf (itself within an ulp), odd, within [-1, 1], +-1 past 6."""
+    g = torch.Generator().manual_seed(13)
+    sweep = torch.rand(100_000, generator=g, dtype=torch.float64) * 6.5
+    points = torch.arange(0, 6 * 256 + 1, dtype=torch.float64) / 256
+    near = (points[:, None] + torch.tensor([-1e-12, 0.0, 1e-12], dtype=torch.float64)).flatten()
+    tiny = torch.exp2(-torch.rand(2000, generator=g, dtype=torch.float64) * 1070)
+    sp = torch.tensor([0.0, 5e-324, 1e-310, 5.9921875, 5.99219, 6.0, 1e300, math.inf, math.nan])
+    x = torch.cat([sweep, near.clamp(min=0), tiny, sp.to(torch.float64)])
+    x = torch.cat([x, -x])
+    got = run("erf", x)
+    assert_matches(got, torch.erf(x), "math.erf f64 sweep")
+    finite = ~torch.isnan(x)
+    exact = torch.tensor([math.erf(v) for v in x[finite].tolist()], dtype=torch.float64)
+    spacing = torch.nextafter(exact.abs(), torch.tensor(math.inf, dtype=torch.float64)) - exact.abs()
+    err = (got[finite] - exact).abs() / spacing
+    worst = int(err.argmax())
+    assert err.max() <= 3, f"erf({x[finite][worst].item()!r}): {err.max().item():.2f} ulp"
+    half = len(got) // 2
+    assert torch.equal(got[:half][finite[:half]], -got[half:][finite[half:]])
+    assert got[finite].abs().max() <= 1
+    assert torch.equal(got[x.abs() >= 6], torch.sign(x[x.abs() >= 6]))
+    assert torch.equal(torch.signbit(got[x == 0]), torch.signbit(x[x == 0]))
+
+
 @pytest.mark.parametrize("op", ["sin", "cos"])
 def test_f32_sincos_fast_path_near_multiples_of_half_pi(op: str) -> None:
     """The all-f32 fast path (`_sincos_f32_fast`, taken by every f32 loop up to

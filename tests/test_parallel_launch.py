@@ -118,8 +118,9 @@ def test_cost_weighs_transcendentals_over_arithmetic():
 
 
 def test_cost_prices_f64_above_f32():
-    """Half the lanes per vector, and a longer erf: a 2^16 f64 erf kernel was
-    priced as its f32 twin and ran on one thread at 2.4x eager's time."""
+    """Half the lanes per vector, and a longer erf (table loads, more terms): a
+    2^16 f64 erf kernel once priced as its f32 twin ran on one thread at 2.4x
+    eager's time."""
     x, y = torch.randn(8), torch.randn(8)
     xd, yd = x.double(), y.double()
 
@@ -133,7 +134,7 @@ def test_cost_prices_f64_above_f32():
         return b.AddOp(b.ErfOp(p), q)
 
     assert cost(xd, yd, add) > 1.8 * cost(x, y, add)  # index math stays integer
-    assert cost(xd, yd, erf) > 10 * cost(x, y, erf)
+    assert cost(xd, yd, erf) > 3 * cost(x, y, erf)
     n, launch = 1 << 16, cpu.NATIVE_LAUNCH_NS
     assert cpu._chunk_count(n, cost(xd, yd, erf), launch) > 1
 

@@ -132,3 +132,30 @@ func.func @erf_f32(%x: f32) -> f32 {
   %y = math.erf %x : f32
   func.return %y : f32
 }
+
+// -----
+
+// f64 erf reads erf(r) and its slope at r = |x| rounded to 1/128 from one
+// module table (declared once for both erfs; its first pair is erf(0) = 0 and
+// 2/sqrt(pi)), then Taylor terms in d = |x| - r: no exp, no division, no call.
+// CHECK-LABEL: func.func @erf_f64
+// CHECK-SAME:    (%[[X:.*]]: f64)
+// CHECK:         %[[A:.*]] = llvm.intr.fabs(%[[X]]) : (f64) -> f64
+// CHECK:         %[[MAX:.*]] = llvm.mlir.constant(5.9921875 : f64) : f64
+// CHECK:         llvm.fcmp "ole" %[[A]], %[[MAX]] : f64
+// CHECK:         llvm.mlir.addressof @__fusec_erf_table : !llvm.ptr
+// CHECK:         llvm.load {{.*}} : !llvm.ptr -> f64
+// CHECK:         llvm.load {{.*}} : !llvm.ptr -> f64
+// CHECK-NOT:     llvm.fdiv
+// CHECK-NOT:     llvm.call
+// CHECK:         llvm.intr.copysign
+// CHECK:         llvm.mlir.addressof @__fusec_erf_table : !llvm.ptr
+// CHECK:         func.return %{{.*}} : f64
+// CHECK:         llvm.mlir.global private constant @__fusec_erf_table(dense<"0x00000000000000006D9B4250D70DF23F
+// CHECK-SAME:    !llvm.array<1538 x f64>
+// CHECK-NOT:     llvm.mlir.global
+func.func @erf_f64(%x: f64) -> f64 {
+  %y = math.erf %x : f64
+  %z = math.erf %y : f64
+  func.return %z : f64
+}
