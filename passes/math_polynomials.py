@@ -282,13 +282,12 @@ def _expm1_nonneg_or_any(em: Emitter, x: SSAValue) -> SSAValue:
     hi = _EXP_HI[em.is_f32]
     lo = -30.0 if em.is_f32 else -45.0  # below this expm1 rounds to -1
     p, n = _exp_reduce(em, em.clamp(x, lo, hi))
-    # 2^n*(p+1) - 1 = 2^n*p + (2^n - 1): both parts exact for small n, so no
-    # cancellation near 0; for large n (where 2^n alone may overflow) the
-    # scaled exp minus 1 is exact enough.
-    s = em.pow2(em.select(em.icmp("sgt", n, em.ci(100)), em.ci(0), n))
-    small = em.add(em.mul(s, p), em.sub_exact(s, em.c(1.0)))
-    big = em.sub(em.scale(em.add(em.c(1.0), p), n), em.c(1.0))
-    res = em.select(em.icmp("sgt", n, em.ci(em.mant + 2)), big, small)
+    # 2^n*(p+1) - 1 = 2 * (s*p + (s - 1/2)) with s = 2^(n-1): s - 1/2 is exact
+    # for small n, so no cancellation near 0, and rounds harmlessly for large
+    # n; s stays finite up to n = emax + 1 (x = hi), and doubling is exact.
+    s = em.pow2(em.isub(n, em.ci(1)))
+    half = em.add(em.mul(s, p), em.sub_exact(s, em.c(0.5)))
+    res = em.add_exact(half, half)
     res = em.select(em.cmp("ogt", x, em.c(hi)), em.c(math.inf), res)
     return em.select(em.cmp("olt", x, em.c(lo)), em.c(-1.0), res)
 

@@ -280,6 +280,30 @@ def test_f32_erf_dense_sweep() -> None:
     assert torch.equal(torch.signbit(zeros), torch.signbit(x[x == 0]))
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["f32", "f64"])
+def test_expm1_sweep(dtype: torch.dtype) -> None:
+    """expm1 (also tanh's core) as 2 * (s*p + (s - 1/2)), s = 2^(n-1), one
+    formula from underflow to overflow: at most 2 ulp from libm's expm1 over
+    [-40, ln(max)], [-1, 1] and tiny positive magnitudes."""
+    g = torch.Generator().manual_seed(17)
+    hi = 88.7 if dtype == torch.float32 else 709.7
+    x = torch.cat(
+        [
+            torch.rand(100_000, generator=g, dtype=torch.float64) * (hi + 40) - 40,
+            torch.rand(50_000, generator=g, dtype=torch.float64) * 2 - 1,
+            torch.exp2(-torch.rand(20_000, generator=g, dtype=torch.float64) * 60),
+        ]
+    ).to(dtype)
+    got = run("expm1", x).to(torch.float64)
+    exact = torch.tensor([math.expm1(v) for v in x.to(torch.float64).tolist()])
+    mag = exact.to(dtype).abs()
+    spacing = (torch.nextafter(mag, torch.tensor(math.inf, dtype=dtype)) - mag).to(torch.float64)
+    finite = torch.isfinite(mag)
+    err = ((got - exact).abs() / spacing)[finite]
+    worst = int(err.argmax())
+    assert err.max() <= 2, f"expm1({x[finite][worst].item()!r}): {err.max().item():.2f} ulp"
+
+
 def test_f64_erf_table_sweep() -> None:
     """The f64 erf (table of erf and its slope at multiples of 1/128, Taylor
     terms to d^5): a uniform sweep to past the table's end, the values around
