@@ -295,7 +295,7 @@ def test_expm1_sweep(dtype: torch.dtype) -> None:
         ]
     ).to(dtype)
     got = run("expm1", x).to(torch.float64)
-    exact = torch.tensor([math.expm1(v) for v in x.to(torch.float64).tolist()])
+    exact = torch.tensor([math.expm1(v) for v in x.to(torch.float64).tolist()], dtype=torch.float64)
     mag = exact.to(dtype).abs()
     spacing = (torch.nextafter(mag, torch.tensor(math.inf, dtype=dtype)) - mag).to(torch.float64)
     finite = torch.isfinite(mag)
