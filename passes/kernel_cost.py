@@ -10,9 +10,9 @@ arithmetic, and a transcendental (a polynomial of a dozen or more vector ops
 once `convert-math-to-llvm` expands it) costs the most.
 
     %x = memref.load ...        0.06
-    %e = math.exp %x            0.3
-    %y = arith.mulf %e, %x      0.004
-    memref.store %y, ...        0.06     -> cost 0.424 ns per element
+    %e = math.exp %x            0.6
+    %y = arith.mulf %e, %x      0.008
+    memref.store %y, ...        0.06     -> cost 0.728 ns per element
 
 An op on f64 costs more: half the lanes per vector, and for some
 transcendentals a longer expansion or a scalar libm call (`_F64_MATH`).
@@ -31,34 +31,34 @@ _MEMORY = 0.06
 """A load or a store of a vectorized loop, its data in the caches: the split is
 decided around the sizes where it is (2^14-2^18 elements); past them, work is
 plenty for every thread anyway."""
-_SIMPLE = 0.004
+_SIMPLE = 0.008
 """Add, multiply, compare, select, cast, index arithmetic: a fraction of a
 vector op per element."""
-_DIVIDE = 0.01
+_DIVIDE = 0.02
 _TRANSCENDENTAL = {
-    "math.exp": 0.3,
-    "math.expm1": 0.25,
-    "math.log": 0.3,
-    "math.log1p": 0.3,
-    "math.tanh": 0.5,
-    "math.erf": 0.12,
-    "math.sin": 0.25,
-    "math.cos": 0.25,
-    "math.powf": 0.6,
-    "math.sqrt": 0.01,
-    "math.rsqrt": 0.01,
+    "math.exp": 0.6,
+    "math.expm1": 0.5,
+    "math.log": 0.6,
+    "math.log1p": 0.6,
+    "math.tanh": 0.75,
+    "math.erf": 0.24,
+    "math.sin": 0.4,
+    "math.cos": 0.4,
+    "math.powf": 1.2,
+    "math.sqrt": 0.02,
+    "math.rsqrt": 0.02,
 }
-_OTHER_MATH = 0.3
+_OTHER_MATH = 0.6
 """A math op not listed: priced like an average transcendental."""
 _F64 = 2.0
 """An f64 op's cost over its f32 one: half the lanes per vector."""
 _F64_MATH = {
-    "math.erf": 6.5,
+    "math.erf": 4.5,
     "math.exp": 2.6,
     "math.expm1": 2.6,
     "math.tanh": 2.5,
-    "math.sin": 3.0,
-    "math.cos": 3.0,
+    "math.sin": 3.8,
+    "math.cos": 3.8,
 }
 """The same for transcendentals whose f64 expansion is longer (f32 sin/cos
 compute in f32, f64 ones reduce in f64 with longer polynomials; f64 erf reads a
@@ -95,7 +95,7 @@ def op_cost(op: Operation) -> float:
     that do no per-element work: loops, yields, constants); an op on f64 costs
     `_F64` (`_F64_MATH`) times its f32 price.
 
-        math.exp on f32: 0.3    math.exp on f64: 0.3 x 2.6 = 0.78"""
+        math.exp on f32: 0.6    math.exp on f64: 0.6 x 2.6 = 1.56"""
     cost = _f32_cost(op)
     if cost and any(isinstance(v.type, Float64Type) for v in (*op.operands, *op.results)):
         return cost * _F64_MATH.get(op.name, _F64)

@@ -41,10 +41,12 @@ from fusec.runtime.operands import (
     put_scalars,
 )
 
-NATIVE_LAUNCH_NS = 5_000.0
-"""What a parallel launch on the OpenMP threads costs, in ns (2-11 us measured
-by `benchmarks/kernel_cost.py` on a shared 2-core VM); each chunk of a split
-must hold at least twice this much work."""
+NATIVE_LAUNCH_NS = 3_000.0
+"""What a parallel launch on the OpenMP threads costs, in ns: 1.4-2.2 us
+measured by `benchmarks/kernel_cost.py` on a shared 2-core VM with the threads
+still spinning from the last launch, as they are in a model's stream of calls
+(2-11 us on busier runs); each chunk of a split must hold at least twice this
+much work."""
 POOL_LAUNCH_NS = 50_000.0
 """The same for the Python thread pool (a future per chunk, the GIL hand-over:
 35-80 us measured)."""
@@ -633,9 +635,9 @@ def _chunk_count(elements: int, cost: float, launch_ns: float) -> int:
     (`elements` x the kernel's `cost` per element) at least twice what a launch
     costs per thread, so that splitting pays for itself; at most `num_threads()`.
 
-        2^14 elements x 0.4 ns (bias + GELU) = 6.6 us, native launch 5 us -> 1 thread
-        2^16 elements x 0.4 ns               = 26 us                      -> 2 threads
-        2^20 elements x 0.4 ns               = 420 us                     -> all threads
+        2^12 elements x 0.54 ns (bias + GELU) = 2.2 us, native launch 3 us -> 1 thread
+        2^14 elements x 0.54 ns               = 8.8 us                    -> 2 threads
+        2^20 elements x 0.54 ns               = 566 us                    -> all threads
     """
     return max(1, min(num_threads(), int(elements * cost // (2 * launch_ns))))
 
