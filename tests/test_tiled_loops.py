@@ -240,16 +240,16 @@ def test_plan_builds_the_variant_only_for_a_layout_that_needs_it():
 
 
 def test_a_tiled_launch_is_split_by_the_tiled_cost(monkeypatch):
-    # 2^16 elements: the plain estimate (0.24 ns each) keeps a contiguous launch
+    # 2^15 elements: the plain estimate (0.26 ns each) keeps a contiguous launch
     # on one thread; the same launch with a transposed operand costs at least
     # `TILED_COST` per element, which pays for a split.
     monkeypatch.setattr(cpu, "num_threads", lambda: 2)
     kernel = KernelCache(directory=None).kernel_for(
         make_group([torch.randn(8, 8), torch.randn(8, 8)], _add_relu)
     )
-    a, b = torch.randn(256, 256), torch.randn(256, 256)
+    a, b = torch.randn(128, 256), torch.randn(128, 256)
     plans = []
-    for x in (a, a.t()):
+    for x in (a, torch.randn(256, 128).t()):
         torch.testing.assert_close(kernel([x, b])[0], torch.relu(x + b))
         plans.append(list(kernel._plans.values())[-1])
     assert kernel.signature.cost < cpu.TILED_COST
