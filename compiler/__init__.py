@@ -18,7 +18,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from fusec.lazy_formats import install_on_import
+
 __version__ = "0.1.0"
+
+install_on_import()
 
 __all__ = [
     "compile",
