@@ -152,6 +152,12 @@ _entry(A.masked_fill.Scalar)(imp._masked_fill)
 _entry(A.bitwise_not.default)(imp._bitwise_not)
 
 
+_entry(A.full_like.default)(imp._full_like)
+_entry(A.ones_like.default)(imp._ones_like)
+_entry(A.zeros_like.default)(imp._zeros_like)
+_entry(A.tril.default)(imp._tril)
+_entry(A.triu.default)(imp._triu)
+
 _entry(A.clamp.default, A.clamp_.default)(imp._clamp)
 
 

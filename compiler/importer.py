@@ -76,7 +76,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     TensorType,
 )
-from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, Operation, OpResult, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 log = logging.getLogger("fusec")
@@ -1101,6 +1101,105 @@ def _bitwise_not(ctx: _Importer, x: Any) -> SSAValue:
     if inf.element_type(xt.type) != inf.BOOL:
         raise _NotMapped("bitwise_not of a non-bool tensor")
     return ctx.add_op(aten.LogicalNotOp(xt)).results[0]
+
+
+def _fill(
+    ctx: _Importer,
+    x: Any,
+    value: Any,
+    dtype: Any = None,
+    layout: Any = None,
+    device: Any = None,
+    pin_memory: Any = False,
+    requires_grad: Any = False,
+    memory_format: Any = None,
+) -> SSAValue:
+    """`torch.full_like(x, v)` and its kin as `aten.full_like`: only x's shape
+    is read, so in a kernel the fill is a constant (a causal mask's
+    `ones_like(att, dtype=torch.bool)` joins the softmax). Another layout or
+    device, pinned memory or a gradient-requiring result stays opaque."""
+    xt, v = ctx.tensor(x), ctx.const(value)
+    dtype, layout, device = ctx.const(dtype), ctx.const(layout), ctx.const(device)
+    real = ctx.real.get(x) if isinstance(x, torch.fx.Node) else None
+    if not _is_scalar(v):
+        raise _NotMapped("a fill value that is not a number")
+    if layout not in (None, torch.strided) or ctx.const(pin_memory) or ctx.const(requires_grad):
+        raise _NotMapped("a fill with another layout, pinned memory or requires_grad")
+    if device is not None and (real is None or torch.device(device) != real.device):
+        raise _NotMapped("a fill on another device")
+    if ctx.const(memory_format) not in (None, torch.preserve_format, torch.contiguous_format):
+        raise _NotMapped("a fill with a channels-last memory format")
+    dt = inf.element_type(xt.type) if dtype is None else DTYPES_OF_TORCH.get(dtype)
+    if dt is None:
+        raise _NotMapped(f"dtype {dtype}")
+    return ctx.add_op(aten.FullLikeOp(xt, aten.number_attr(v), dt)).results[0]
+
+
+@_register(torch.full_like)
+def _full_like(ctx: _Importer, x: Any, fill_value: Any, **kwargs: Any) -> SSAValue:
+    return _fill(ctx, x, fill_value, **kwargs)
+
+
+@_register(torch.ones_like)
+def _ones_like(ctx: _Importer, x: Any, **kwargs: Any) -> SSAValue:
+    return _fill(ctx, x, 1, **kwargs)
+
+
+@_register(torch.zeros_like)
+def _zeros_like(ctx: _Importer, x: Any, **kwargs: Any) -> SSAValue:
+    return _fill(ctx, x, 0, **kwargs)
+
+
+def _size_source(v: SSAValue) -> SSAValue:
+    """A value with `v`'s sizes that is computed no later: back through
+    pointwise ops to an operand of the same shape. `positions` reads only
+    sizes, and reading them off a result that fuses would order that result's
+    group before the group the positions feed (one group, for a causal mask)."""
+    while isinstance(v, OpResult) and v.op.has_trait(aten.Pointwise):
+        shape = v.type.get_shape()  # type: ignore[attr-defined]
+        same = [
+            o
+            for o in v.op.operands
+            if isinstance(o.type, TensorType) and o.type.get_shape() == shape
+        ]
+        if not same:
+            break
+        v = same[0]
+    return v
+
+
+def _triangle(lower: bool) -> Handler:
+    """`tril`/`triu` as a `where` over positions: element (i, j) of the last two
+    dims is kept where j - i <= diagonal (tril) or >= diagonal (triu), else 0
+    (False for bool). The positions are two small host tensors; the compare and
+    the select are pointwise and fuse (a causal mask becomes index arithmetic in
+    the softmax's kernel):
+
+        %c = aten.positions %x dim = -1 ; %r = aten.positions %x dim = -2
+        %keep = aten.le (aten.sub %c, (aten.unsqueeze %r dim = 1)), %diagonal
+        %y = aten.where %keep, %x, %zero
+    """
+
+    def handle(ctx: _Importer, x: Any, diagonal: Any = 0) -> SSAValue:
+        xt, d = ctx.tensor(x), ctx.const(diagonal)
+        if xt.type.get_num_dims() < 2 or not isinstance(d, int) or isinstance(d, bool):
+            raise _NotMapped("tril/triu of a tensor of rank below 2")
+        like = _size_source(xt)
+        cols = ctx.add_op(aten.PositionsOp(like, -1)).results[0]
+        rows = ctx.add_op(aten.PositionsOp(like, -2)).results[0]
+        rows = ctx.add_op(aten.UnsqueezeOp([rows], {"dim": IntegerAttr(1, inf.I64)})).results[0]
+        diff = ctx.add_op(aten.SubOp(cols, rows)).results[0]
+        compare = aten.LeOp if lower else aten.GeOp
+        keep = ctx.add_op(compare(diff, ctx.constant(d))).results[0]
+        is_bool = inf.element_type(xt.type) == inf.BOOL
+        zero = ctx.constant(False if is_bool else 0)
+        return ctx.add_op(aten.WhereOp(keep, xt, zero)).results[0]
+
+    return handle
+
+
+_tril = _register(torch.tril, "tril")(_triangle(lower=True))
+_triu = _register(torch.triu, "triu")(_triangle(lower=False))
 
 
 @_register(torch.clamp, torch.clip, "clamp", "clip")

@@ -359,6 +359,59 @@ class ToOp(UnaryPointwiseOp):
         return [TensorType(dt, t.get_shape())]
 
 
+@irdl_op_definition
+class FullLikeOp(UnaryPointwiseOp):
+    """A tensor of `input`'s shape filled with `value` (`torch.full_like`,
+    `ones_like`, `zeros_like`); the result type names the dtype. Only the
+    shape of `input` is read, so in a kernel it is a constant.
+
+    %r = aten.full_like %x value = 1 : i64 : tensor<4xf32> -> tensor<4xi1>
+    """
+
+    name = "aten.full_like"
+    value = prop_def(Number)
+    assembly_format = "$input `value` `=` $value attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue | Operation, value: Attribute, dtype: Attribute):
+        t = SSAValue.get(input).type
+        assert isinstance(t, TensorType)
+        AtenOp.__init__(self, [input], {"value": value}, [TensorType(dtype, t.get_shape())])
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
+        t = _require_tensor(self, operand_types[0])
+        dt = self.result.type.get_element_type() if self.results else t.get_element_type()
+        return [TensorType(dt, t.get_shape())]
+
+
+@irdl_op_definition
+class PositionsOp(AtenOp):
+    """The positions 0, 1, ..., n-1 along dim `dim` of `input`, as int32 on its
+    device: `torch.arange(input.size(dim), dtype=torch.int32,
+    device=input.device)` (int32: a kernel compares twice as many per vector as
+    int64, and no dim reaches 2^31). Only the size is read. Not pointwise (a
+    kernel's index space may be reordered and merged), so it runs on the host,
+    a small tensor that kernels read broadcast: `tril` compares the column
+    positions with the row positions.
+
+    %r = aten.positions %x dim = 1 : tensor<4x3xf32> -> tensor<3xi32>
+    """
+
+    name = "aten.positions"
+    input = operand_def(TensorType)
+    dim = prop_def(IntegerAttr[I64])
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$input `dim` `=` $dim attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue | Operation, dim: int):
+        super().__init__([input], {"dim": IntegerAttr(dim, I64)})
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
+        t = _require_ranked(self, operand_types[0])
+        d = inf.normalize_dim(_dim_prop(self), t.get_num_dims())
+        return [TensorType(inf.I32, [t.get_shape()[d]])]
+
+
 class BinaryPointwiseOp(AtenOp, ABC):
     """`%r = aten.<op> %a, %b : A, B -> R` over tensors and Python scalars."""
 
@@ -1520,6 +1573,6 @@ ATEN_OPS: list[type[Operation]] = [
 
 ATEN_OPS += [CopyOp, SizeOp]
 ATEN_OPS += [AmaxOp, AminOp, VarOp, StdOp, SoftmaxOp, LogSoftmaxOp, LayerNormOp, GatherOp]
-ATEN_OPS += [SymSizeOp]
+ATEN_OPS += [SymSizeOp, FullLikeOp, PositionsOp]
 
 Aten = Dialect("aten", ATEN_OPS, [SizeType])

@@ -390,6 +390,10 @@ def emit_pointwise(e: _Emitter, op: Operation, args: Sequence[SSAValue]) -> SSAV
         return e.add(arith.SelectOp(cond, e.cast(args[1], ct), e.cast(args[2], ct)))
     if name == "aten.to":
         return e.cast(args[0], res_t.get_element_type())
+    if name == "aten.full_like":
+        value = _prop_number(op, "value")
+        assert value is not None
+        return e.const(bool(value) if ct == BOOL else value, ct)
     if name != "aten.pow":  # pow takes its scalar exponent at full precision
         args = _round_scalars(e, op, args, res_t.get_element_type())
     xs = [e.cast(v, ct) for v in args]

@@ -258,9 +258,19 @@ def _exp_reduce(em: Emitter, xc: SSAValue) -> tuple[SSAValue, SSAValue]:
     return _expm1_poly(em, r), n_i
 
 
+def _below_to_zero(em: Emitter, x: SSAValue, lo: float, hi: float) -> SSAValue:
+    """x clamped to hi, and 0 where x < lo (NaN stays NaN): the lanes below lo
+    are replaced by a constant result anyway, and computing them at lo would
+    scale by 2^n into subnormal numbers, which x86 cores handle in microcode,
+    about 100x slower: every -inf lane of a masked softmax did (2.3x the time
+    of the whole kernel)."""
+    x = em.select(em.cmp("ogt", x, em.c(hi)), em.c(hi), x)
+    return em.select(em.cmp("olt", x, em.c(lo)), em.c(0.0), x)
+
+
 def exp(em: Emitter, x: SSAValue) -> SSAValue:
     hi, lo = _EXP_HI[em.is_f32], _EXP_LO[em.is_f32]
-    p, n = _exp_reduce(em, em.clamp(x, lo, hi))
+    p, n = _exp_reduce(em, _below_to_zero(em, x, lo, hi))
     res = em.scale(em.add(em.c(1.0), p), n)
     res = em.select(em.cmp("ogt", x, em.c(hi)), em.c(math.inf), res)
     return em.select(em.cmp("olt", x, em.c(lo)), em.c(0.0), res)
@@ -269,7 +279,7 @@ def exp(em: Emitter, x: SSAValue) -> SSAValue:
 def exp2(em: Emitter, x: SSAValue) -> SSAValue:
     hi = 128.0 if em.is_f32 else 1024.0
     lo = -151.0 if em.is_f32 else -1076.0
-    xc = em.clamp(x, lo, hi)
+    xc = _below_to_zero(em, x, lo, hi)
     n_f, n_i = em.round_to_int(xc)
     r = em.mul(em.sub_exact(xc, n_f), em.c(math.log(2)))
     res = em.scale(em.add(em.c(1.0), _expm1_poly(em, r)), n_i)

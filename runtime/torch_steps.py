@@ -323,6 +323,16 @@ def _sym_size(op: OpInfo) -> OpFn:
     return lambda x: (x.size(dim),)
 
 
+def _full_like(op: OpInfo) -> OpFn:
+    value, dtype = op.prop("value"), op.result_dtype()
+    return lambda x: (torch.full_like(x, value, dtype=dtype),)
+
+
+def _positions(op: OpInfo) -> OpFn:
+    dim = op.prop("dim")
+    return lambda x: (torch.arange(x.size(dim), dtype=torch.int32, device=x.device),)
+
+
 def _broadcast_sizes(op: OpInfo) -> OpFn:
     return lambda *sizes: (torch.Size(torch.broadcast_shapes(*sizes)),)
 
@@ -365,6 +375,8 @@ _BUILDERS: dict[str, Callable[[OpInfo], OpFn]] = {
     "aten.copy_": _copy,
     "aten.size": lambda op: lambda x: (x.shape,),
     "aten.sym_size": _sym_size,
+    "aten.full_like": _full_like,
+    "aten.positions": _positions,
     "fusion.broadcast_sizes": _broadcast_sizes,
     "fusion.zeros_like": lambda op: (
         lambda x: (torch.zeros_like(x, memory_format=torch.contiguous_format),)

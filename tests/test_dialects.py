@@ -20,6 +20,7 @@ POINTWISE = {
     "aten.clamp", "aten.to", "aten.add", "aten.sub", "aten.div", "aten.mul", "aten.pow",
     "aten.maximum", "aten.minimum", "aten.eq", "aten.ne", "aten.lt", "aten.le", "aten.gt",
     "aten.ge", "aten.logical_and", "aten.logical_or", "aten.logical_xor", "aten.where",
+    "aten.full_like",
 }  # fmt: skip
 SHAPE_OPS = {
     "aten.expand", "aten.view", "aten.reshape", "aten.unsqueeze", "aten.squeeze",

@@ -165,6 +165,45 @@ def test_softmax_rows_of_inf_and_nan():
         check(fn, [x], launches=1)
 
 
+def test_masked_max_and_min_propagate_nan_and_inf():
+    """The max/min accumulate a NaN flag beside `llvm.maximum` (to keep the
+    masked form vectorized): NaN rows, all-masked rows and +-inf still match."""
+    x = torch.randn(6, 300)
+    x[1, 17] = torch.nan
+    x[2] = -torch.inf
+    x[3, 299] = torch.inf
+    x[4, 0] = torch.nan
+    m = torch.rand(6, 300) > 0.7
+
+    def fn(x, m):
+        y = x.masked_fill(m, float("-inf"))
+        z = x.masked_fill(m, float("inf"))
+        return y.amax(-1, keepdim=True) * 2, z.amin(-1) + 1, torch.softmax(y, -1)
+
+    check(fn, [x, m])
+
+
+@pytest.mark.skipif(not torch.backends.cpu.get_cpu_capability().startswith("AVX"), reason="x86")
+def test_a_masked_row_max_is_vectorized():
+    """`maximum(acc, select(m, -inf, v))` must stay a vector reduction (LLVM
+    made it `select(m, acc, maximum(acc, v))`, scalar): packed max
+    instructions in the kernel's machine code, not only scalar ones."""
+    import llvmlite.binding as llvm
+    from fusec import codegen, llvm_jit
+    from fusec.compiled import _context
+    from fusec.dialects.fusion import GroupOp
+    from xdsl.parser import Parser
+
+    fn = lambda a, m: a.masked_fill(m, float("-inf")).amax(-1, keepdim=True) * 2  # noqa: E731
+    f = fusec.compile(fn, program_cache=False)
+    f(torch.randn(8, 64), torch.rand(8, 64) > 0.5)
+    module = Parser(_context(), f.ir()).parse_module()
+    (group,) = [op for op in module.walk() if isinstance(op, GroupOp)]
+    ir = llvm_jit.optimize_for_host(codegen.kernel_llvm_ir(group)[1])
+    asm = llvm_jit.host_target_machine().emit_assembly(llvm.parse_assembly(ir))
+    assert "maxps" in asm, "the masked max reduction is not vectorized"
+
+
 def test_softmax_with_dtype_and_other_dims():
     torch.manual_seed(3)
     x = torch.randn(5, 9, 11, dtype=torch.float16)

@@ -167,6 +167,8 @@ def test_causal_mask_fuses_into_the_softmax_forward_and_backward() -> None:
         str(n.target) for g in graphs.values() for n in g.gm.graph.nodes if n.op == "call_function"
     ]
     assert "aten.masked_fill.Scalar" in fx_ops and "aten.bitwise_not.default" in fx_ops
+    assert "aten.tril.default" in fx_ops and "aten.ones_like.default" in fx_ops
+    assert "aten.opaque" not in graphs["forward"].function.ir()
 
 
 def test_masked_fill_that_would_promote_stays_eager() -> None:
@@ -199,6 +201,8 @@ def test_causal_mask_fuses_into_the_softmax_of_a_torch_level_graph() -> None:
     torch.testing.assert_close(got, want)
     assert f.launches_per_call == 1
     assert "aten.where" in f.ir() and "aten.logical_not" in f.ir()
+    # the mask itself (ones_like + tril) is positions compared in the kernel
+    assert "aten.opaque" not in f.ir() and "aten.positions" in f.ir()
 
 
 @pytest.mark.parametrize(

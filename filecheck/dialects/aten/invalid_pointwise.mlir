@@ -211,3 +211,30 @@ func.func @where_condition(%c: tensor<4xf32>, %x: tensor<4xf32>) {
   %0 = aten.where %c, %x, %x : tensor<4xf32>, tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
   func.return
 }
+
+// -----
+
+// A fill keeps its input's shape.
+// CHECK: {{.*}}.mlir:[[# @LINE + 2]]:3: error: 'aten.full_like' op result #0 has type tensor<3xf32>, but the inferred type is tensor<4xf32>
+func.func @full_like_of_another_shape(%x: tensor<4xf32>) {
+  %0 = aten.full_like %x value = 0 : i64 : tensor<4xf32> -> tensor<3xf32>
+  func.return
+}
+
+// -----
+
+// Positions are int32, as many as the dim is long.
+// CHECK: {{.*}}.mlir:[[# @LINE + 2]]:3: error: 'aten.positions' op result #0 has type tensor<4xi64>, but the inferred type is tensor<4xi32>
+func.func @positions_not_int32(%x: tensor<4x3xf32>) {
+  %0 = aten.positions %x dim = 0 : tensor<4x3xf32> -> tensor<4xi64>
+  func.return
+}
+
+// -----
+
+// A 0-d tensor has no dim to count along.
+// CHECK: {{.*}}.mlir:[[# @LINE + 2]]:3: error: 'aten.positions' op needs a tensor with at least one dim, got tensor<f32>
+func.func @positions_of_a_scalar_tensor(%x: tensor<f32>) {
+  %0 = aten.positions %x dim = 0 : tensor<f32> -> tensor<1xi64>
+  func.return
+}

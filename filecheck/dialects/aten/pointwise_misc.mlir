@@ -54,3 +54,22 @@ func.func @to(%x: tensor<2x3xf32>, %z: tensor<i64>) -> (tensor<2x3xf16>, tensor<
   %d = aten.to %x : tensor<2x3xf32> -> tensor<2x3xf32>
   func.return %a, %b, %c, %d : tensor<2x3xf16>, tensor<2x3xi1>, tensor<bf16>, tensor<2x3xf32>
 }
+
+// -----
+
+// aten.full_like: the input's shape, the result type's dtype, a number value;
+// aten.positions: 0..n-1 along one dim, int32, `?` where the dim is dynamic.
+// CHECK-LABEL: func.func @fills_and_positions
+// CHECK-SAME: (%[[X:.*]]: tensor<2x4x?xf32>)
+// CHECK: %[[O:.*]] = aten.full_like %[[X]] value = 1 : i64 : tensor<2x4x?xf32> -> tensor<2x4x?xi1>
+// CHECK-NEXT: %[[F:.*]] = aten.full_like %[[X]] value = -2.500000e+00 : f64 : tensor<2x4x?xf32> -> tensor<2x4x?xf32>
+// CHECK-NEXT: %[[C:.*]] = aten.positions %[[X]] dim = -1 : tensor<2x4x?xf32> -> tensor<?xi32>
+// CHECK-NEXT: %[[R:.*]] = aten.positions %[[X]] dim = 1 : tensor<2x4x?xf32> -> tensor<4xi32>
+// CHECK-NEXT: func.return %[[O]], %[[F]], %[[C]], %[[R]]
+func.func @fills_and_positions(%x: tensor<2x4x?xf32>) -> (tensor<2x4x?xi1>, tensor<2x4x?xf32>, tensor<?xi32>, tensor<4xi32>) {
+  %o = aten.full_like %x value = 1 : i64 : tensor<2x4x?xf32> -> tensor<2x4x?xi1>
+  %f = aten.full_like %x value = -2.5 : f64 : tensor<2x4x?xf32> -> tensor<2x4x?xf32>
+  %c = aten.positions %x dim = -1 : tensor<2x4x?xf32> -> tensor<?xi32>
+  %r = aten.positions %x dim = 1 : tensor<2x4x?xf32> -> tensor<4xi32>
+  func.return %o, %f, %c, %r : tensor<2x4x?xi1>, tensor<2x4x?xf32>, tensor<?xi32>, tensor<4xi32>
+}

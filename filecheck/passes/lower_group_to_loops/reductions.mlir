@@ -6,8 +6,16 @@
 // CHECK-SAME:    %[[B:.*]]: index, %[[E:.*]]: index, %[[N0:.*]]: index, %[[N1:.*]]: index, %[[X:.*]]: memref<?xf16>, %{{.*}}: index, %{{.*}}: index, %[[O:.*]]: memref<?xf16>, %{{.*}}: index, %{{.*}}: index)
 // CHECK:         scf.for %{{.*}} = %[[B]] to %[[E]]
 // CHECK:           %[[NEG:.*]] = arith.constant 0xff800000 : f32
-// CHECK:           %[[M:.*]] = scf.for %{{.*}} = %{{.*}} to %[[N1]] step %{{.*}} iter_args(%[[MA:.*]] = %[[NEG]]) -> (f32) {
-// CHECK:             llvm.call_intrinsic "llvm.maximum.f32"(%[[MA]], %{{.*}}) : (f32, f32) -> f32
+// CHECK:           %[[FALSE:.*]] = arith.constant false
+// CHECK:           %[[MX:.*]], %[[NF:.*]] = scf.for %{{.*}} = %{{.*}} to %[[N1]] step %{{.*}} iter_args(%[[MA:.*]] = %[[NEG]], %[[NA:.*]] = %[[FALSE]]) -> (f32, i1) {
+// CHECK:             %[[XV:.*]] = arith.extf
+// CHECK:             llvm.call_intrinsic "llvm.maximum.f32"(%[[MA]], %[[XV]]) : (f32, f32) -> f32
+// CHECK-NEXT:        %[[ISNAN:.*]] = arith.cmpf uno, %[[XV]], %[[XV]] : f32
+// CHECK-NEXT:        arith.ori %[[NA]], %[[ISNAN]] : i1
+// The NaN flag (a second use of x that keeps LLVM from turning a masked max
+// into a select it cannot vectorize) picks NaN, as maximum already would.
+// CHECK:           %[[NAN:.*]] = arith.constant 0x7fc00000 : f32
+// CHECK-NEXT:      %[[M:.*]] = arith.select %[[NF]], %[[NAN]], %[[MX]] : f32
 // CHECK:           %[[S:.*]] = scf.for %{{.*}} = %{{.*}} to %[[N1]] step %{{.*}} iter_args(%[[SA:.*]] = %{{.*}}) -> (f32) {
 // CHECK:             %[[D:.*]] = arith.subf %{{.*}}, %[[M]] : f32
 // CHECK:             %[[EX:.*]] = math.exp %[[D]] : f32
