@@ -339,19 +339,13 @@ class ClampOp(UnaryPointwiseOp):
         super().verify_()
 
 
-@irdl_op_definition
-class ToOp(UnaryPointwiseOp):
-    """A dtype cast (`x.to(dtype)`); the result type names the dtype.
+class DtypeFromResultOp(UnaryPointwiseOp, ABC):
+    """A unary op whose result type names its dtype (not a rule on the input's)."""
 
-    %r = aten.to %x : tensor<4xf32> -> tensor<4xf16>
-    """
-
-    name = "aten.to"
-
-    def __init__(self, input: SSAValue | Operation, dtype: Attribute):
+    def __init__(self, input: SSAValue | Operation, dtype: Attribute, **props: Attribute):
         t = SSAValue.get(input).type
         assert isinstance(t, TensorType)
-        AtenOp.__init__(self, [input], {}, [TensorType(dtype, t.get_shape())])
+        AtenOp.__init__(self, [input], dict(props), [TensorType(dtype, t.get_shape())])
 
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
         t = _require_tensor(self, operand_types[0])
@@ -360,7 +354,17 @@ class ToOp(UnaryPointwiseOp):
 
 
 @irdl_op_definition
-class FullLikeOp(UnaryPointwiseOp):
+class ToOp(DtypeFromResultOp):
+    """A dtype cast (`x.to(dtype)`); the result type names the dtype.
+
+    %r = aten.to %x : tensor<4xf32> -> tensor<4xf16>
+    """
+
+    name = "aten.to"
+
+
+@irdl_op_definition
+class FullLikeOp(DtypeFromResultOp):
     """A tensor of `input`'s shape filled with `value` (`torch.full_like`,
     `ones_like`, `zeros_like`); the result type names the dtype. Only the
     shape of `input` is read, so in a kernel it is a constant.
@@ -373,14 +377,7 @@ class FullLikeOp(UnaryPointwiseOp):
     assembly_format = "$input `value` `=` $value attr-dict `:` type($input) `->` type($result)"
 
     def __init__(self, input: SSAValue | Operation, value: Attribute, dtype: Attribute):
-        t = SSAValue.get(input).type
-        assert isinstance(t, TensorType)
-        AtenOp.__init__(self, [input], {"value": value}, [TensorType(dtype, t.get_shape())])
-
-    def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
-        t = _require_tensor(self, operand_types[0])
-        dt = self.result.type.get_element_type() if self.results else t.get_element_type()
-        return [TensorType(dt, t.get_shape())]
+        super().__init__(input, dtype, value=value)
 
 
 @irdl_op_definition
