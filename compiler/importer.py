@@ -1183,7 +1183,7 @@ def _triangle(lower: bool) -> Handler:
     def handle(ctx: _Importer, x: Any, diagonal: Any = 0) -> SSAValue:
         xt, d = ctx.tensor(x), ctx.const(diagonal)
         if xt.type.get_num_dims() < 2 or not isinstance(d, int) or isinstance(d, bool):
-            raise _NotMapped("tril/triu of a tensor of rank below 2")
+            raise _NotMapped("tril/triu of a tensor of rank below 2, or a non-integer diagonal")
         like = _size_source(xt)
         cols = ctx.add_op(aten.PositionsOp(like, -1)).results[0]
         rows = ctx.add_op(aten.PositionsOp(like, -2)).results[0]

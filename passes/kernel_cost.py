@@ -15,7 +15,7 @@ once `convert-math-to-llvm` expands it) costs the most.
     memref.store %y, ...        0.06     -> cost 0.728 ns per element
 
 An op on f64 costs more: half the lanes per vector, and for some
-transcendentals a longer expansion or a scalar libm call (`_F64_MATH`).
+transcendentals a longer expansion (`_F64_MATH`).
 """
 
 from __future__ import annotations
