@@ -71,6 +71,20 @@ def host_time(fn: Callable[[], object], calls: int = 2000) -> float:
     return (time.perf_counter() - start) / calls
 
 
+def host_latency(fn: Callable[[], object], calls: int = 30) -> float:
+    """Median host seconds one call takes to return, the GPU idle before each
+    (synchronized outside the timed region): the host's own cost, where
+    `host_time` of work longer on the GPU than on the host measures the GPU."""
+    times = []
+    for _ in range(calls + 3):
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    torch.cuda.synchronize()
+    return sorted(times[3:])[calls // 2]
+
+
 def peak_bandwidth(device: int) -> tuple[str, float]:
     """(device name, peak DRAM GB/s) from the driver's memory clock and bus width."""
     from fusec.runtime.cuda import device_props
@@ -184,14 +198,17 @@ def lstm_loop(xs, h, c, w_ih, w_hh, b_ih, b_hh):
 
 def run_loop(batch: int = 64, hidden: int = 256) -> list[str]:
     """The 50-step LSTM loop as one compiled function: eager, fusec, and fusec
-    replaying it as one CUDA graph (checked against eager first)."""
+    replaying it as one CUDA graph (checked against eager first). "host us/call"
+    is the host's time for one call to return (`host_latency`); "host us/launch"
+    divides it by fusec's kernel launches per call (with graphs: what one
+    replayed kernel costs the host)."""
     import fusec
 
     r = lambda *s: torch.randn(*s, device="cuda") * 0.1  # noqa: E731
     args = (r(LOOP_STEPS, batch, hidden), r(batch, hidden), r(batch, hidden),
             r(4 * hidden, hidden), r(4 * hidden, hidden), r(4 * hidden), r(4 * hidden))  # fmt: skip
     lines = [f"{'LSTM loop':<14}{'steps':>6}  {'impl':<13}{'time (us)':>10}{'vs eager':>10}"
-             f"{'launches':>10}"]  # fmt: skip
+             f"{'launches':>10}{'host us/call':>14}{'host us/launch':>16}"]  # fmt: skip
     print(lines[0], flush=True)
     with torch.no_grad():
         want = lstm_loop(*args)
@@ -205,8 +222,10 @@ def run_loop(batch: int = 64, hidden: int = 256) -> list[str]:
             s = gpu_time(lambda fn=fn: fn(*args))
             base = base or s
             launches = getattr(fn, "launches_per_call", "")
+            host = host_latency(lambda fn=fn: fn(*args))
+            per_launch = f"{host * 1e6 / launches:.1f}" if launches else ""
             line = (f"{f'{batch}x{hidden}':<14}{LOOP_STEPS:>6}  {impl:<13}{s * 1e6:>10.1f}"
-                    f"{base / s:>9.2f}x{launches!s:>10}")  # fmt: skip
+                    f"{base / s:>9.2f}x{launches!s:>10}{host * 1e6:>14.1f}{per_launch:>16}")  # fmt: skip
             lines.append(line)
             print(line, flush=True)
     return lines

@@ -420,6 +420,24 @@ def test_broadcast_and_strided_inputs_on_cuda(rows: int, cols: int) -> None:
 
 
 @gpu
+def test_offsets_past_32_bits_take_the_64_bit_loop() -> None:
+    """Two rows 2^32 elements apart (4 GiB of int8): the last offset is past the
+    32-bit loop's bound (`NARROW_LIMIT`), so the kernel must run its 64-bit
+    version; the 32-bit one would wrap the far row's offset to the near row's."""
+    storage = torch.zeros((1 << 32) + 64, dtype=torch.int8, device="cuda")
+    x = storage.as_strided((2, 64), (1 << 32, 1))
+    x.copy_(torch.randint(-50, 50, (2, 64), dtype=torch.int8, device="cuda"))
+    assert not torch.equal(x[0], x[1])
+    f = fusec.compile(scale_and_shift)
+    assert_same(f(x), scale_and_shift(x))
+    assert f.launches_per_call == 1
+
+
+def scale_and_shift(x: torch.Tensor) -> torch.Tensor:
+    return x * 2 + 1
+
+
+@gpu
 def test_lstm_cell_on_cuda_is_one_kernel() -> None:
     args = lstm_args("cuda")
     f = fusec.compile(lstm_cell)

@@ -221,8 +221,8 @@ def test_causal_mask_fuses_into_the_softmax_of_a_torch_level_graph() -> None:
 )
 def test_torch_level_masked_fill_and_invert_match_eager(name, fn) -> None:
     gen = torch.Generator().manual_seed(6)
-    x = torch.randn(5, 7, generator=gen).to(torch.get_default_device())
-    m = torch.randn(5, 7, generator=gen).to(torch.get_default_device())
+    x = torch.randn(5, 7, generator=gen, device="cpu").to(torch.get_default_device())
+    m = torch.randn(5, 7, generator=gen, device="cpu").to(torch.get_default_device())
     f = fusec.compile(fn)
     with torch.no_grad():
         got, want = f(x, m), fn(x, m)

@@ -30,7 +30,7 @@ def test_triangles_match_eager(name: str) -> None:
     f = fusec.compile(fn)
     g = torch.Generator().manual_seed(1)
     for shape in _SHAPES:
-        x = torch.randn(shape, generator=g).to(_dev())
+        x = torch.randn(shape, generator=g, device="cpu").to(_dev())
         got, want = f(x), fn(x)
         assert got.dtype == want.dtype, (name, shape)
         torch.testing.assert_close(got, want)
@@ -62,7 +62,7 @@ _FILLS = {
 def test_fills_match_eager(name: str) -> None:
     fn = _FILLS[name]
     f = fusec.compile(fn)
-    x = torch.randn(5, 7, generator=torch.Generator().manual_seed(2)).to(_dev())
+    x = torch.randn(5, 7, generator=torch.Generator().manual_seed(2), device="cpu").to(_dev())
     got, want = f(x), fn(x)
     assert got.dtype == want.dtype and got.shape == want.shape
     torch.testing.assert_close(got, want)
@@ -91,7 +91,8 @@ def test_tril_and_fills_in_a_training_graph() -> None:
         return (torch.triu(y, 1) + torch.full_like(y, 0.5)).tril() * y
 
     g = torch.Generator().manual_seed(3)
-    x0, w0 = torch.randn(2, 6, 6, generator=g), torch.randn(6, 6, generator=g)
+    x0 = torch.randn(2, 6, 6, generator=g, device="cpu")
+    w0 = torch.randn(6, 6, generator=g, device="cpu")
     x, w = x0.clone().to(_dev()).requires_grad_(), w0.clone().to(_dev()).requires_grad_()
     xr, wr = x0.clone().to(_dev()).requires_grad_(), w0.clone().to(_dev()).requires_grad_()
     got = fusec.compile(fn)(x, w)

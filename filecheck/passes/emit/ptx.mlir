@@ -8,12 +8,17 @@
 // LINKED-NOT: call
 // LINKED-NOT: .extern
 
-// One `.entry` per group; a 64-bit grid-stride loop over the flattened index;
+// One `.entry` per group; a grid-stride loop over the flattened index, in
+// 32-bit math (a size divides as a multiply and shift) when numel and every
+// last offset are below 2^30, else in 64-bit;
 // libdevice's expf inlined (its ex2.approx core), no call left.
 // CHECK:       .target sm_80
 // CHECK:       .address_size 64
 // CHECK-LABEL: .visible .entry f_group0(
 // CHECK:       mov.u32 %[[TID:r[0-9]+]], %tid.x;
+// CHECK:       setp.gt.s64 %[[WIDE:p[0-9]+]], %{{rd[0-9]+}}, 1073741823;
+// CHECK-NEXT:  @%[[WIDE]] bra [[WIDE_LOOP:\$L__BB0_[0-9]+]];
+// CHECK:       [[WIDE_LOOP]]:
 // CHECK:       mov.u32 %[[NTID:r[0-9]+]], %ntid.x;
 // CHECK:       mov.u32 %[[CTAID:r[0-9]+]], %ctaid.x;
 // CHECK:       mul.wide.u32 %{{rd[0-9]+}}, %[[CTAID]], %[[NTID]];
@@ -23,7 +28,15 @@
 // CHECK:       ex2.approx
 // CHECK:       st.global.b32
 // CHECK:       add.s64 %[[I:rd[0-9]+]], %[[I]], %[[STEP]];
-// CHECK:       setp.lt.s64 %{{p[0-9]+}}, %[[I]],
+// CHECK-NEXT:  setp.lt.s64 %{{p[0-9]+}}, %[[I]],
+// CHECK:       mul.lo.s64 %[[P:rd[0-9]+]], %{{rd[0-9]+}}, %{{rd[0-9]+}};
+// CHECK-NEXT:  shr.u64 %{{rd[0-9]+}}, %[[P]], %{{r[0-9]+}};
+// CHECK:       mul.wide.s32
+// CHECK:       ld.global.nc.b32
+// CHECK:       ex2.approx
+// CHECK:       st.global.b32
+// CHECK:       add.s32 %[[J:r[0-9]+]], %[[J]], %{{r[0-9]+}};
+// CHECK-NEXT:  setp.lt.s32 %{{p[0-9]+}}, %[[J]],
 // CHECK:       ret;
 // SM90:        .target sm_90
 // SM90:        .visible .entry f_group0(

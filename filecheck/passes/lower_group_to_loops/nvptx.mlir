@@ -1,31 +1,74 @@
 // RUN: fusec-opt %s -p 'lower-group-to-loops{target=nvptx}' | filecheck %s
 
-// The GPU form: numel replaces [begin, end); one grid-stride loop over the
-// flattened index, its start and step from the 32-bit special registers widened
-// (unsigned) to 64-bit index math; each thread delinearizes its index.
+// The GPU form: numel replaces [begin, end); a grid-stride loop over the
+// flattened index, its start and step from the 32-bit special registers; each
+// thread delinearizes its index. Two versions of the loop: in i32 when numel
+// and every memref's last offset, sum((n_d - 1) * s_d), are below 2^30 (its
+// division by a size a multiply by a per-thread magic number and a shift),
+// else in 64-bit index math (the registers widened unsigned).
 // CHECK-LABEL: func.func @k(
-// CHECK-SAME:    %[[NUMEL:[^:]*]]: index, %{{.*}}: index, %[[N1:[^:]*]]: index, %[[X:[^:]*]]: memref<?xf16>, %[[XS0:[^:]*]]: index, %[[XS1:[^:]*]]: index, %[[O:[^:]*]]: memref<?xf16>, %{{.*}}: index, %{{.*}}: index, %{{.*}}: f64)
-// CHECK:         %[[TID32:.*]] = llvm.call_intrinsic "llvm.nvvm.read.ptx.sreg.tid.x"() : () -> i32
-// CHECK-NEXT:    %[[TID64:.*]] = arith.extui %[[TID32]] : i32 to i64
-// CHECK-NEXT:    %[[TID:.*]] = arith.index_cast %[[TID64]] : i64 to index
-// CHECK:         "llvm.nvvm.read.ptx.sreg.ntid.x"
-// CHECK:         "llvm.nvvm.read.ptx.sreg.ctaid.x"
-// CHECK:         "llvm.nvvm.read.ptx.sreg.nctaid.x"
-// CHECK:         %[[BASE:.*]] = arith.muli %[[CTAID:.*]], %[[NTID:.*]] : index
-// CHECK-NEXT:    %[[START:.*]] = arith.addi %[[BASE]], %[[TID]] : index
-// CHECK-NEXT:    %[[STEP:.*]] = arith.muli %[[NTID]], %[[NCTAID:.*]] : index
-// CHECK-NEXT:    scf.for %[[I:.*]] = %[[START]] to %[[NUMEL]] step %[[STEP]] {
-// CHECK-NEXT:      %[[I1:.*]] = arith.remui %[[I]], %[[N1]] : index
-// CHECK-NEXT:      %[[I0:.*]] = arith.divui %[[I]], %[[N1]] : index
-// CHECK-NEXT:      %[[A:.*]] = arith.muli %[[I0]], %[[XS0]] : index
-// CHECK-NEXT:      %[[B:.*]] = arith.muli %[[I1]], %[[XS1]] : index
-// CHECK-NEXT:      %[[OFF:.*]] = arith.addi %[[A]], %[[B]] : index
-// CHECK:           %[[L:.*]] = memref.load %[[X]][%[[OFF]]] : memref<?xf16>
-// CHECK-NEXT:      arith.extf %[[L]] : f16 to f32
-// CHECK:           math.exp %{{.*}} : f32
-// CHECK:           arith.truncf %{{.*}} : f32 to f16
-// CHECK:           memref.store %{{.*}}, %[[O]]
-// CHECK-NOT:     scf.for
+// CHECK-SAME:    %[[NUMEL:[^:]*]]: index, %[[N0:[^:]*]]: index, %[[N1:[^:]*]]: index, %[[X:[^:]*]]: memref<?xf16>, %[[XS0:[^:]*]]: index, %[[XS1:[^:]*]]: index, %[[O:[^:]*]]: memref<?xf16>, %[[OS0:[^:]*]]: index, %[[OS1:[^:]*]]: index, %{{.*}}: f64)
+// CHECK:         %[[LIMIT:.*]] = arith.constant 1073741824 : index
+// CHECK:         %[[SMALL:.*]] = arith.cmpi slt, %[[NUMEL]], %[[LIMIT]] : index
+// CHECK-NEXT:    %[[L0:.*]] = arith.subi %[[N0]], %{{.*}} : index
+// CHECK-NEXT:    %[[L1:.*]] = arith.subi %[[N1]], %{{.*}} : index
+// CHECK-NEXT:    %[[XA:.*]] = arith.muli %[[L0]], %[[XS0]] : index
+// CHECK-NEXT:    %[[XB:.*]] = arith.muli %[[L1]], %[[XS1]] : index
+// CHECK-NEXT:    %[[XLAST:.*]] = arith.addi %[[XA]], %[[XB]] : index
+// CHECK-NEXT:    %[[XFITS:.*]] = arith.cmpi slt, %[[XLAST]], %[[LIMIT]] : index
+// CHECK-NEXT:    %[[F1:.*]] = arith.andi %[[SMALL]], %[[XFITS]] : i1
+// CHECK:         %[[OFITS:.*]] = arith.cmpi slt, %{{.*}}, %[[LIMIT]] : index
+// CHECK-NEXT:    %[[FITS:.*]] = arith.andi %[[F1]], %[[OFITS]] : i1
+// CHECK-NEXT:    scf.if %[[FITS]] {
+// CHECK-NEXT:      %[[TID:.*]] = llvm.call_intrinsic "llvm.nvvm.read.ptx.sreg.tid.x"() : () -> i32
+// CHECK-NEXT:      %[[NTID:.*]] = llvm.call_intrinsic "llvm.nvvm.read.ptx.sreg.ntid.x"() : () -> i32
+// CHECK-NEXT:      %[[CTAID:.*]] = llvm.call_intrinsic "llvm.nvvm.read.ptx.sreg.ctaid.x"() : () -> i32
+// CHECK-NEXT:      %[[NCTAID:.*]] = llvm.call_intrinsic "llvm.nvvm.read.ptx.sreg.nctaid.x"() : () -> i32
+// CHECK-NEXT:      %[[BASE:.*]] = arith.muli %[[CTAID]], %[[NTID]] : i32
+// CHECK-NEXT:      %[[START:.*]] = arith.addi %[[BASE]], %[[TID]] : i32
+// CHECK-NEXT:      %[[STEP:.*]] = arith.muli %[[NTID]], %[[NCTAID]] : i32
+// CHECK-NEXT:      %[[NUMEL32:.*]] = arith.index_cast %[[NUMEL]] : index to i32
+// CHECK:           %[[N132:.*]] = arith.index_cast %[[N1]] : index to i32
+// CHECK-NEXT:      %[[N164:.*]] = arith.extui %[[N132]] : i32 to i64
+// CHECK:           %[[SHIFT:.*]] = arith.addi %{{.*}}, %{{.*}} : i64
+// CHECK:           %[[MAGIC:.*]] = arith.divui %{{.*}}, %[[N164]] : i64
+// CHECK-NEXT:      %[[XS032:.*]] = arith.index_cast %[[XS0]] : index to i32
+// CHECK-NEXT:      %[[XS132:.*]] = arith.index_cast %[[XS1]] : index to i32
+// CHECK:           scf.for %[[I:.*]] = %[[START]] to %[[NUMEL32]] step %[[STEP]] : i32 {
+// CHECK-NEXT:        %[[IW:.*]] = arith.extui %[[I]] : i32 to i64
+// CHECK-NEXT:        %[[P:.*]] = arith.muli %[[IW]], %[[MAGIC]] : i64
+// CHECK-NEXT:        %[[QW:.*]] = arith.shrui %[[P]], %[[SHIFT]] : i64
+// CHECK-NEXT:        %[[I0:.*]] = arith.trunci %[[QW]] : i64 to i32
+// CHECK-NEXT:        %[[R:.*]] = arith.muli %[[I0]], %[[N132]] : i32
+// CHECK-NEXT:        %[[I1:.*]] = arith.subi %[[I]], %[[R]] : i32
+// CHECK-NEXT:        %[[A:.*]] = arith.muli %[[I0]], %[[XS032]] : i32
+// CHECK-NEXT:        %[[B:.*]] = arith.muli %[[I1]], %[[XS132]] : i32
+// CHECK-NEXT:        %[[OFF32:.*]] = arith.addi %[[A]], %[[B]] : i32
+// CHECK-NEXT:        %[[OFF:.*]] = arith.index_cast %[[OFF32]] : i32 to index
+// CHECK:             %[[L:.*]] = memref.load %[[X]][%[[OFF]]] : memref<?xf16>
+// CHECK-NEXT:        arith.extf %[[L]] : f16 to f32
+// CHECK:             math.exp %{{.*}} : f32
+// CHECK:             arith.truncf %{{.*}} : f32 to f16
+// CHECK:             memref.store %{{.*}}, %[[O]]
+// CHECK:         } else {
+// CHECK-NEXT:      %[[WTID32:.*]] = llvm.call_intrinsic "llvm.nvvm.read.ptx.sreg.tid.x"() : () -> i32
+// CHECK-NEXT:      %[[WTID64:.*]] = arith.extui %[[WTID32]] : i32 to i64
+// CHECK-NEXT:      %[[WTID:.*]] = arith.index_cast %[[WTID64]] : i64 to index
+// CHECK:           "llvm.nvvm.read.ptx.sreg.ntid.x"
+// CHECK:           "llvm.nvvm.read.ptx.sreg.ctaid.x"
+// CHECK:           "llvm.nvvm.read.ptx.sreg.nctaid.x"
+// CHECK:           %[[WBASE:.*]] = arith.muli %[[WCTAID:.*]], %[[WNTID:.*]] : index
+// CHECK-NEXT:      %[[WSTART:.*]] = arith.addi %[[WBASE]], %[[WTID]] : index
+// CHECK-NEXT:      %[[WSTEP:.*]] = arith.muli %[[WNTID]], %[[WNCTAID:.*]] : index
+// CHECK-NEXT:      scf.for %[[J:.*]] = %[[WSTART]] to %[[NUMEL]] step %[[WSTEP]] {
+// CHECK-NEXT:        %[[J1:.*]] = arith.remui %[[J]], %[[N1]] : index
+// CHECK-NEXT:        %[[J0:.*]] = arith.divui %[[J]], %[[N1]] : index
+// CHECK-NEXT:        %[[WA:.*]] = arith.muli %[[J0]], %[[XS0]] : index
+// CHECK-NEXT:        %[[WB:.*]] = arith.muli %[[J1]], %[[XS1]] : index
+// CHECK-NEXT:        %[[WOFF:.*]] = arith.addi %[[WA]], %[[WB]] : index
+// CHECK:             memref.load %[[X]][%[[WOFF]]] : memref<?xf16>
+// CHECK:             memref.store %{{.*}}, %[[O]]
+// CHECK:         func.return
 func.func @k(%x: tensor<4x3xf16>, %s: f64) -> tensor<4x3xf16> attributes {fusion.kernel} {
   %0 = aten.exp %x : tensor<4x3xf16> -> tensor<4x3xf16>
   %1 = aten.mul %0, %s : tensor<4x3xf16>, f64 -> tensor<4x3xf16>
