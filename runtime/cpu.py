@@ -207,16 +207,13 @@ class CpuKernel:
             self._flag_slot = self._n_slots
             self._n_slots += 1
         self._array = ctypes.c_int64 * self._n_slots
-        run_chunks = parallel_launch.launcher()
-        self._native = run_chunks is not None
+        self._address = address
+        self._native = parallel_launch.available()
         self._launch_ns = NATIVE_LAUNCH_NS if self._native else POOL_LAUNCH_NS
-        self._parallel: Any = (
-            functools.partial(run_chunks, address, self._n_slots)
-            if run_chunks is not None
-            else self._pool_parallel
-        )
-        """`parallel(args, plan.launch)`: runs a split call, on the OpenMP threads
-        through the native launcher, else on the Python thread pool."""
+        self._run_chunks: Callable[[Any, Any], None] | None = None
+        """The native launcher bound to this kernel, from the first plan that
+        splits (`_native_launch`): compiling it is ~15 ms a process need not
+        spend when no call is ever split."""
         self._doubles = ctypes.c_double * self._n_slots
         first_scalar = 2 + lrank + self._n_mems * (1 + lrank)
         self._scalar_slots = tuple(
@@ -285,6 +282,28 @@ class CpuKernel:
         args[self._flag_slot] = ctypes.addressof(flag)
         return flag
 
+    def _parallel(self, args: Any, launch: Any) -> None:
+        """Runs a split call: a plan's `launch` is a native chunk table while
+        `_native` holds (then `_run_chunks` is bound: `_native_launch`), else
+        its chunks for the Python thread pool."""
+        if self._run_chunks is not None:
+            self._run_chunks(args, launch)
+        else:
+            self._pool_parallel(args, launch)
+
+    def _native_launch(self) -> bool:
+        """Binds the native launcher (compiling it on the process's first split
+        call); False, and the kernel splits on the thread pool from now on, when
+        LLVM refused it."""
+        if self._run_chunks is None and self._native:
+            run_chunks = parallel_launch.launcher()
+            if run_chunks is None:
+                self._native = False
+                self._launch_ns = POOL_LAUNCH_NS
+            else:
+                self._run_chunks = functools.partial(run_chunks, self._address, self._n_slots)
+        return self._native
+
     def _pool_parallel(self, args: Any, chunks: Sequence[Any]) -> None:
         """A split call over the Python thread pool (no OpenMP runtime found)."""
         calls = []
@@ -331,7 +350,7 @@ class CpuKernel:
             "copy": self._array.from_buffer_copy,
             "doubles": self._doubles.from_buffer,
             "fn": self._fn,
-            "parallel": self._parallel,
+            "parallel": self._run_chunks or self._parallel,
         }
         lines = ["def fast(inputs):"]
         for i in self._keyed:
@@ -456,13 +475,15 @@ class CpuKernel:
                 plan_template[slot + 1 + d] = strides[k][d]
             slot += 1 + lrank
         threads = _chunk_count(math.prod(sizes), cost, self._launch_ns)
-        want = threads * CHUNKS_PER_THREAD if self._native and threads > 1 else threads
+        native = threads > 1 and self._native
+        want = threads * CHUNKS_PER_THREAD if native else threads
         if reducing:  # [begin, end) ranges over the first kept dim
             chunks = _split_range(sig.parallel_extent(sizes), want)
         else:
             chunks = _split(sizes, strides, item, [p[0] for p in pointers], want)
         launch: Any = chunks if len(chunks) > 1 else None
-        if launch is not None and self._native:
+        # A launcher LLVM refused leaves these chunks to the thread pool.
+        if launch is not None and native and self._native_launch():
             launch = parallel_launch.chunk_table(plan_template, chunks, threads)
         plan = LaunchPlan(
             alloc_specs, result_index, tuple(pointers), plan_template, chunks, False, launch

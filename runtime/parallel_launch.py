@@ -181,11 +181,23 @@ RunChunks = Callable[[int, int, ctypes.Array[ctypes.c_int64], ctypes.Array[ctype
 
 
 @functools.cache
+def available() -> bool:
+    """Whether a native launch can be had (`launcher`) without compiling it: an
+    OpenMP runtime is loaded and `FUSEC_NATIVE_PARALLEL` is not 0. Kernels ask
+    this when they are loaded and build the launcher only when a call is first
+    split, so a process whose kernels all run on one thread never compiles it."""
+    if os.environ.get("FUSEC_NATIVE_PARALLEL", "1") == "0":
+        return False
+    return find_openmp() is not None
+
+
+@functools.cache
 def launcher() -> RunChunks | None:
     """`fusec_run_chunks(kernel address, nslots, args, table)`, compiled once per
-    process; None where no OpenMP runtime is found or `FUSEC_NATIVE_PARALLEL=0`
-    (then the executor splits over its Python thread pool)."""
-    if os.environ.get("FUSEC_NATIVE_PARALLEL", "1") == "0":
+    process; None where no OpenMP runtime is found, `FUSEC_NATIVE_PARALLEL=0`
+    or LLVM refused the trampoline (then the executor splits over its Python
+    thread pool)."""
+    if not available():
         return None
     lib = find_openmp()
     if lib is None:

@@ -160,7 +160,7 @@ def split_everything(request, monkeypatch):
     """Kernels made from here on split every call over 3 threads (a launch priced
     at next to nothing), on the native launcher or on the thread pool."""
     if request.param == "pool":
-        monkeypatch.setattr(parallel_launch, "launcher", lambda: None)
+        monkeypatch.setattr(parallel_launch, "available", lambda: False)
     elif parallel_launch.launcher() is None:
         pytest.skip("no OpenMP runtime in this process")
     monkeypatch.setattr(cpu, "num_threads", lambda: 3)
@@ -321,14 +321,64 @@ def test_native_launcher_where_torch_runs_on_openmp():
 
 def test_env_var_forces_the_thread_pool(monkeypatch):
     monkeypatch.setenv("FUSEC_NATIVE_PARALLEL", "0")
+    parallel_launch.available.cache_clear()
     parallel_launch.launcher.cache_clear()
     try:
+        assert not parallel_launch.available()
         assert parallel_launch.launcher() is None
         kernel = _kernel([torch.randn(4)], lambda b, p: b.NegOp(p))
         assert not kernel._native and kernel._launch_ns == cpu.POOL_LAUNCH_NS
     finally:
         monkeypatch.delenv("FUSEC_NATIVE_PARALLEL")
+        parallel_launch.available.cache_clear()
         parallel_launch.launcher.cache_clear()
+
+
+def test_the_launcher_is_built_on_the_first_split_call(monkeypatch):
+    """Loading kernels and calls that run on one thread leave the launcher
+    unbuilt (compiling it is ~15 ms of a cold process); the first split call
+    builds it, and kernels loaded later reuse it."""
+    if not parallel_launch.available():
+        pytest.skip("no OpenMP runtime in this process")
+    monkeypatch.setattr(cpu, "_loaded", {})
+    monkeypatch.setattr(cpu, "num_threads", lambda: 3)
+    monkeypatch.setattr(cpu, "NATIVE_LAUNCH_NS", 1e-3)
+    parallel_launch.launcher.cache_clear()
+    one = torch.randn(1)  # one element: nothing to split
+    kernel = _kernel([one], lambda b, p: b.NegOp(b.ExpOp(p)))
+    (got,) = kernel([one])
+    torch.testing.assert_close(got, -one.exp())
+    assert parallel_launch.launcher.cache_info().currsize == 0
+    assert kernel._native and kernel._run_chunks is None
+    for n in (3001, 5003):
+        x = torch.randn(n)
+        kernel = _kernel([x], lambda b, p: b.NegOp(b.ExpOp(p)))
+        (got,) = kernel([x])
+        torch.testing.assert_close(got, -x.exp())
+        assert kernel._run_chunks is not None
+        assert parallel_launch.launcher.cache_info().currsize == 1
+
+
+def test_a_refused_launcher_leaves_split_calls_to_the_thread_pool(monkeypatch):
+    """`launcher()` is None although an OpenMP runtime was found (LLVM refused
+    the trampoline): the first split call falls back to the Python thread pool
+    for good, with the same results."""
+    monkeypatch.setattr(parallel_launch, "available", lambda: True)
+    monkeypatch.setattr(parallel_launch, "launcher", lambda: None)
+    monkeypatch.setattr(cpu, "_loaded", {})
+    monkeypatch.setattr(cpu, "num_threads", lambda: 3)
+    monkeypatch.setattr(cpu, "NATIVE_LAUNCH_NS", 1e-3)
+    monkeypatch.setattr(cpu, "POOL_LAUNCH_NS", 1e-3)
+    x = torch.randn(3001)
+    kernel = _kernel([x], lambda b, p: b.NegOp(b.ExpOp(p)))
+    assert kernel._native
+    for _ in range(2):
+        (got,) = kernel([x])
+        torch.testing.assert_close(got, -x.exp())
+    assert not kernel._native and kernel._run_chunks is None
+    assert kernel._launch_ns == cpu.POOL_LAUNCH_NS
+    (plan,) = kernel._plans.values()
+    assert isinstance(plan.launch, tuple) and len(plan.launch) > 1
 
 
 _SMALL_TEAM = textwrap.dedent(
