@@ -3,8 +3,10 @@
     python benchmarks/reductions.py [--shapes 1024x1024,8192x4096] [--no-inductor]
 
 Workloads (float32): softmax over the last dim, `F.layer_norm` (weight and bias),
-and an RMSNorm written out (`x * rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w`),
-each at the given [rows, cols] shapes, and a GPT-2-style block (layer norms, a
+an RMSNorm written out (`x * rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w`),
+a column sum (`x.sum(0)`, a reduction over the outer dim) and a bias gradient
+(relu's backward `g * (x > 0)` and its column sum, both returned), each at the
+given [rows, cols] shapes, and a GPT-2-style block (layer norms, a
 causal-free attention softmax, GELU MLP, residual adds; the matmuls run through
 PyTorch for every contender). Per workload: time per call, GB/s (the bytes each
 call must at least read and write: input, output and parameters) next to the
@@ -43,6 +45,15 @@ def rms_norm(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w
 
 
+def col_sum(x: torch.Tensor) -> torch.Tensor:
+    return x.sum(0)
+
+
+def bias_grad(g: torch.Tensor, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    gx = g * (x > 0)
+    return gx, gx.sum(0)
+
+
 class Block(nn.Module):
     """A GPT-2 block: pre-norm attention (softmax over keys) and GELU MLP."""
 
@@ -76,6 +87,10 @@ def workload(name: str, shape: tuple[int, int]) -> tuple[Callable[..., Any], lis
         return layer_norm, [x, torch.randn(c), torch.randn(c)], 4 * (2 * r * c + 2 * c)
     if name == "rms_norm":
         return rms_norm, [x, torch.randn(c)], 4 * (2 * r * c + c)
+    if name == "col_sum":
+        return col_sum, [x], 4 * (r * c + c)
+    if name == "bias_grad":
+        return bias_grad, [torch.randn(r, c), x], 4 * (3 * r * c + c)
     block = Block().eval()
     return block, [torch.randn(8, 128, 256)], float("nan")
 
@@ -109,7 +124,9 @@ def inductor(fn: Callable[..., Any], args: list[Any]) -> tuple[Callable[..., Any
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--shapes", default="1024x1024,8192x4096")
-    ap.add_argument("--workloads", default="softmax,layer_norm,rms_norm,gpt2_block")
+    ap.add_argument(
+        "--workloads", default="softmax,layer_norm,rms_norm,col_sum,bias_grad,gpt2_block"
+    )
     ap.add_argument("--no-inductor", action="store_true")
     opts = ap.parse_args()
     torch.manual_seed(0)

@@ -445,18 +445,26 @@ def build_reduction_kernel(
     elif column_blocks:
         # The innermost dim is kept (a sum over the batch, say): walking one column
         # at a time would stride through memory, so BLOCK neighbouring columns share
-        # each reduction nest (one cache line per reduced index), the rest one by one.
+        # each reduction nest (one cache line per reduced index), the rest one by one;
+        # or, with one stage, tiles of columns accumulated row by row in memory order.
+        d = kept[-1]
+        lo, hi = (c0, sizes[d]) if len(kept) > 1 else (a[0], a[1])
+        moving = [k for k, (_, strides) in enumerate(mems) if strides[d] is not c0]
+        row_accumulators = None
+        if _accumulates_in_memory(stages, out_values, full_outs):
+            # Made before the nest: its stack buffers go first in the entry block.
+            row_accumulators = RowAccumulators(
+                e, stages[0], mems, moving, d, lo, hi, c0, c1, step,
+                lambda em, offs: _Values(body, domain, load, scalar_of, {}, em, offs),
+            )  # fmt: skip
         nest = CpuRows(e, a[0], a[1], sizes, kept[:-1], rdims, zero_offs, c0, c1, step,
                        inner=len(kept) > 1)  # fmt: skip
         pe, po = nest.body, nest.row_offsets
-        d = kept[-1]
-        lo, hi = (c0, sizes[d]) if len(kept) > 1 else (a[0], a[1])
         # Lanes that are neighbours in memory (every tensor that is not broadcast
         # along the column dim has stride 1 there, as when contiguous) read at
         # constant distances, which LLVM turns into vector loads and adds, so that
         # case is a version of its own with wider blocks; with runtime strides it
         # loads lane by lane.
-        moving = [k for k, (_, strides) in enumerate(mems) if strides[d] is not c0]
         unit: SSAValue | None = None
         # Each lane is a copy of the body: with many tensors (an LSTM's 50 bias
         # gradients in one group) a second, wider version multiplied LLVM's time
@@ -500,7 +508,33 @@ def build_reduction_kernel(
             for width in widths:
                 start = block_loop(ops, start, width, contiguous)
 
-        if unit is None:  # every tensor is broadcast along the columns, or too many
+        if row_accumulators is not None:
+            accumulators = row_accumulators
+
+            def tiles(ops: list[Operation], contiguous: bool) -> None:
+                accumulators.emit(
+                    _Emitter(ops), nest, po, contiguous,
+                    lambda em, vals, offs, cache: [
+                        store(em, k, vals.get(out_values[k], em, offs, cache), offs)
+                        for k in full_outs
+                    ],
+                    lambda em, vals, offs: [
+                        store(em, k, vals.get(out_values[k], em, offs, vals.row), offs)
+                        for k in row_outs
+                    ],
+                    count,
+                )  # fmt: skip
+
+            if unit is None:
+                tiles(pe.ops, contiguous=versioned and bool(moving))
+            else:
+                versions = [[], []]
+                tiles(versions[0], contiguous=True)
+                tiles(versions[1], contiguous=False)
+                for ops in versions:
+                    ops.append(scf.YieldOp())
+                pe.ops.append(scf.IfOp(unit, [], versions[0], versions[1]))
+        elif unit is None:  # every tensor is broadcast along the columns, or too many
             blocks(pe.ops, (BLOCK, 1), contiguous=versioned)
         else:
             versions: list[list[Operation]] = [[], []]
@@ -517,6 +551,148 @@ def build_reduction_kernel(
     return finish_kernel(
         name, e, entry, arg_types, body, plan, rank, out_specs, target, reduce_dims=tuple(rdims)
     )
+
+
+COLUMN_TILE = 256
+"""Columns whose accumulators a column reduction keeps in a stack buffer while
+it walks the rows (`RowAccumulators`)."""
+
+
+def _accumulates_in_memory(
+    stages: list[list[Operation]], out_values: Sequence[SSAValue], full_outs: Sequence[int]
+) -> bool:
+    """A column reduction (the innermost dim kept) runs as `RowAccumulators` when
+    it has one stage and no full output reads a reduced value: then one pass over
+    the rows computes everything (a second stage, or an epilogue broadcasting the
+    reduced value back over the rows, needs the rows again)."""
+    if len(stages) != 1:
+        return False
+    reduced = {op.results[0] for op in stages[0]}
+    seen: set[SSAValue] = set()
+
+    def reads_reduced(v: SSAValue) -> bool:
+        if v in reduced:
+            return True
+        if v in seen:
+            return False
+        seen.add(v)
+        owner = v.owner
+        return isinstance(owner, Operation) and any(reads_reduced(o) for o in owner.operands)
+
+    return not any(reads_reduced(out_values[k]) for k in full_outs)
+
+
+class RowAccumulators:
+    """A column reduction (a sum over the batch: the innermost dim kept) as ATen
+    runs it: for a tile of `COLUMN_TILE` columns, accumulators in a stack buffer,
+    and the rows walked in memory order, each adding a contiguous run of columns
+    into them (a loop LLVM vectorizes); then the tile's results. Blocks of
+    columns walked down the rows instead (the other column path) read one
+    cache line per row, a stride the prefetchers do not follow across pages.
+
+        for c0 in [lo, hi) step T:                       # w = min(T, hi - c0)
+            acc[j] = init                  for j < w
+            for r in rows: acc[j] = update(acc[j], x[r, c0 + j])   (+ full outputs)
+            out[c0 + j] = finish(acc[j])   for j < w     (+ row outputs)
+    """
+
+    def __init__(
+        self,
+        e: _Emitter,
+        stage: list[Operation],
+        mems: Sequence[tuple[SSAValue, list[SSAValue]]],
+        moving: Sequence[int],
+        d: int,
+        lo: SSAValue,
+        hi: SSAValue,
+        c0: SSAValue,
+        c1: SSAValue,
+        step: Callable[[_Emitter, Sequence[SSAValue], SSAValue, int], list[SSAValue]],
+        values: Callable[[_Emitter, list[SSAValue]], _Values],
+    ):
+        self.stage, self.mems, self.moving, self.d = stage, mems, moving, d
+        self.lo, self.hi, self.c0, self.c1, self.step, self.values = lo, hi, c0, c1, step, values
+        self.kinds = [_KINDS[op.name] for op in stage]
+        self.tile = e.const(COLUMN_TILE, INDEX)
+        # Stack buffers at the function's entry, so LLVM allocates them once.
+        self.inits = [_init(e, kind, _acc_type(op)) for op, kind in zip(stage, self.kinds, strict=True)]
+        self.buffers = [
+            [
+                e.add(memref.AllocaOp.get(v.type, alignment=64, shape=[DYN], dynamic_sizes=[self.tile]))
+                for v in init
+            ]
+            for init in self.inits
+        ]
+
+    def _columns(
+        self,
+        em: _Emitter,
+        width: SSAValue,
+        base: Sequence[SSAValue],
+        contiguous: bool,
+        body: Callable[[_Emitter, SSAValue, list[SSAValue]], None],
+    ) -> None:
+        """`for j in [0, width)`: `body(emitter, j, offsets of column j)`."""
+        blk = Block(arg_types=[INDEX])
+        je = _Emitter([])
+        j = blk.args[0]
+        if contiguous:
+            offs = [je.add(arith.AddiOp(o, j)) if k in self.moving else o for k, o in enumerate(base)]
+        else:
+            offs = self.step(je, base, j, self.d)
+        body(je, j, offs)
+        je.add(scf.YieldOp())
+        blk.add_ops(je.ops)
+        em.ops.append(scf.ForOp(self.c0, width, self.c1, [], blk))
+
+    def emit(
+        self,
+        em: _Emitter,
+        nest: CpuRows,
+        row_offsets: Sequence[SSAValue],
+        contiguous: bool,
+        full_outputs: Callable[[_Emitter, _Values, list[SSAValue], dict[SSAValue, SSAValue]], object],
+        row_outputs: Callable[[_Emitter, _Values, list[SSAValue]], object],
+        count: SSAValue,
+    ) -> None:
+        """The tiles over [lo, hi) at `row_offsets` (the kept outer dims'
+        position; reduced dims at 0): `full_outputs` stores the full outputs at
+        each element, `row_outputs` the row outputs once the tile's reductions
+        are done (their values in the `_Values`' `row`)."""
+        blk = Block(arg_types=[INDEX])
+        te = _Emitter([])
+        start = blk.args[0]
+        width = te.add(arith.MinSIOp(self.tile, te.add(arith.SubiOp(self.hi, start))))
+        base = self.step(te, row_offsets, start, self.d)
+
+        def init(je: _Emitter, j: SSAValue, _offs: list[SSAValue]) -> None:
+            for init_values, bufs in zip(self.inits, self.buffers, strict=True):
+                for v, buf in zip(init_values, bufs, strict=True):
+                    je.add(memref.StoreOp.get(v, buf, [j]))
+
+        def accumulate(je: _Emitter, j: SSAValue, offs: list[SSAValue]) -> None:
+            vals = self.values(je, offs)
+            cache: dict[SSAValue, SSAValue] = {}
+            for op, kind, bufs in zip(self.stage, self.kinds, self.buffers, strict=True):
+                x = vals.get(op.operands[0], je, offs, cache)
+                accs = [je.add(memref.LoadOp.get(buf, [j])) for buf in bufs]
+                for v, buf in zip(_update(je, kind, accs, x), bufs, strict=True):
+                    je.add(memref.StoreOp.get(v, buf, [j]))
+            full_outputs(je, vals, offs, cache)
+
+        def finish(je: _Emitter, j: SSAValue, offs: list[SSAValue]) -> None:
+            vals = self.values(je, offs)
+            for op, bufs in zip(self.stage, self.buffers, strict=True):
+                accs = [je.add(memref.LoadOp.get(buf, [j])) for buf in bufs]
+                vals.row[op.results[0]] = _finish(je, op, accs, count)
+            row_outputs(je, vals, offs)
+
+        self._columns(te, width, base, contiguous, init)
+        nest.full(te, base, lambda ie, o: self._columns(ie, width, o, contiguous, accumulate))
+        self._columns(te, width, base, contiguous, finish)
+        te.add(scf.YieldOp())
+        blk.add_ops(te.ops)
+        em.ops.append(scf.ForOp(self.lo, self.hi, self.tile, [], blk))
 
 
 def _stashes(

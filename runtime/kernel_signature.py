@@ -74,7 +74,9 @@ class KernelSignature:
 
     Element types are `OperandSpec.dtype` / `OutputSpec.dtype` (i1 is one
     byte). Any 1-D launch is correct: each thread grid-strides over the
-    flattened row-major index `ctaid.x * ntid.x + tid.x` (64-bit) up to numel,
+    flattened row-major index `ctaid.x * ntid.x + tid.x` up to numel (in 32-bit
+    math when numel and every offset are below 2^30, else 64-bit: the kernel
+    checks its parameters and picks),
     e.g. 256 threads and min(ceil(numel / 256), 32 * SMs) blocks; no shared
     memory. Operands and outputs are `noalias`: an output must not overlap an
     input (reads use the read-only `ld.global.nc` path).

@@ -205,11 +205,14 @@ def check_module(ptx: str, arts: list[KernelArtifact], arch: str) -> None:
         params, body = found[art.name]
         assert params == expected_params(art), (art.name, params)
         # grid-stride loop over a 64-bit flat index: all four special registers
-        # read, the thread's start `ctaid * ntid` widened before it can overflow
+        # read, the thread's start `ctaid * ntid` widened before it can overflow;
+        # a pointwise kernel also has its 32-bit loop (offsets below 2^30)
         for reg in ("%tid.x", "%ntid.x", "%ctaid.x", "%nctaid.x"):
             assert reg in body, (art.name, reg)
         assert re.search(r"mul\.wide\.u32\s+%rd\d+, %r\d+, %r\d+;", body), art.name
         assert re.search(r"setp\.\w+\.[su]64\s", body), art.name  # index < numel in 64 bits
+        if not art.signature.reduce_dims:
+            assert re.search(r"setp\.\w+\.s32\s", body), art.name  # the same in 32 bits
         halves = {o.dtype for o in art.signature.operands} & {"f16", "bf16"}
         if halves:
             assert "ld.global.nc.b16" in body or "ld.global.b16" in body, art.name
@@ -263,7 +266,8 @@ def test_checks_can_fail() -> None:
         ptx.replace(".param .u64 .ptr", ".param .u32 .ptr", 1),
         re.sub(r"ex2\.approx\.ftz\.f32(\s)", r"ex2.approx.f16\1", ptx, count=1),
         ptx.replace("ret;", "call.uni __nv_expf;\n\tret;", 1),
-        ptx.replace("%nctaid.x", "%r0", 1),
+        ptx.replace("%nctaid.x", "%r0"),
+        re.sub(r"setp\.(\w+)\.s32(\s)", r"setp.\1.s64\2", ptx),
     ]
     for text in broken:
         with pytest.raises(AssertionError):

@@ -434,3 +434,65 @@ def test_column_reductions_contiguous_strided_and_broadcast():
     wide = torch.randn(130, 1003)  # more than one thread's worth of work
     check(bias_grad, [wide, torch.randn(130, 1003)], launches=1)
     check(bias_grad, [wide, torch.randn(1003, 130).t()], launches=1)
+
+
+def _column_forms():
+    return {
+        "sum": lambda x: (x * 3).sum(0),
+        "mean": lambda x: torch.tanh(x).mean(0),
+        "amax": lambda x: (x + 1).amax(0),
+        "amin": lambda x: (x - 1).amin(0),
+        "var": lambda x: (x * 2).var(0),
+        "two in a stage": lambda x: ((x * 3).sum(0), (x * 3).amax(0), x * 3),
+        "row input": lambda x, w: ((x * x).sum(0, keepdim=True) * w + 1, torch.relu(x)),
+    }
+
+
+@pytest.mark.parametrize("cols", [1, 255, 256, 257, 600])
+def test_column_reductions_accumulate_tiles_row_by_row(cols):
+    """One-stage column reductions (`RowAccumulators`): tiles of 256 columns,
+    column counts on and around the tile size, every kind (Welford's three
+    accumulators, max's NaN flag: a NaN in one column), several reductions in a
+    stage, full outputs beside row outputs, a row operand; contiguous, transposed
+    (the strided version) and row-broadcast operands."""
+    torch.manual_seed(cols)
+    x = torch.randn(33, cols)
+    x[5, cols // 2] = float("nan")
+    w = torch.randn(cols)
+    for name, fn in _column_forms().items():
+        args = [x, w] if name == "row input" else [x]
+        for first in (x, torch.randn(cols, 33).t(), torch.randn(33, 1).expand(33, cols)):
+            f = check(fn, [first, *args[1:]])
+            assert f.launches_per_call >= 1, (name, f.last.program.describe())
+
+
+def test_column_reductions_of_other_dtypes_and_ranks():
+    torch.manual_seed(15)
+    ints = torch.randint(-100, 100, (40, 300))
+    check(lambda x: (x * 2).sum(0), [ints.float()], launches=1)
+    got = fusec.compile(lambda x: (x * 2).sum(0))(ints)
+    assert torch.equal(got, (ints * 2).sum(0))
+    check(lambda x: (x * 2).sum(0), [torch.randn(64, 300).half()], launches=1)
+    x3 = torch.randn(4, 50, 300)
+    check(lambda x: torch.exp(x).sum(1), [x3], launches=1)
+    check(lambda x: (x * x).sum((0, 1)), [x3], launches=1)
+    check(lambda x: (x - 1).sum(1), [x3.transpose(0, 1)], launches=1)
+
+
+def test_column_reductions_split_over_threads(monkeypatch):
+    """Threads' [begin, end) column ranges that are not multiples of the tile:
+    every column is reduced once (kernels loaded with a launch priced at next to
+    nothing, so a call splits)."""
+    from fusec.runtime import cpu
+
+    monkeypatch.setattr(cpu, "num_threads", lambda: 3)
+    monkeypatch.setattr(cpu, "NATIVE_LAUNCH_NS", 1e-3)
+    monkeypatch.setattr(cpu, "POOL_LAUNCH_NS", 1e-3)
+    monkeypatch.setattr(cpu, "_loaded", {})
+    torch.manual_seed(16)
+    g, x = torch.randn(70, 1003), torch.randn(70, 1003)
+    f = check(bias_grad, [g, x], launches=1)
+    (step,) = [s for s in f.last.program.all_steps() if s.kind == "kernel"]
+    kernel = getattr(step.fn.kernel, "func", step.fn.kernel)
+    kernel = getattr(kernel, "__self__", kernel)
+    assert any(len(p.chunks) > 1 for p in kernel._plans.values()), "the call did not split"

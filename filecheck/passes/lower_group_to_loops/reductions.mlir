@@ -86,45 +86,70 @@ func.func @not_stashed(%x: tensor<4x8xf32>) -> tensor<4x8xf32> attributes {fusio
 
 // -----
 
-// A sum over the batch: the kept dim 1 is innermost, so neighbouring columns
-// share one nest over dim 0 (an accumulator each), within the threads' [begin,
-// end); row outputs are stored once per column, full outputs in the last nest.
-// Where every tensor's columns are contiguous (stride 1 along dim 1, checked at
-// run time) the lanes sit at constant distances (vector loads), in blocks of 16
-// columns; otherwise blocks of 8 strided lanes. The columns left over run one at
-// a time.
+// A sum over the batch: the kept dim 1 is innermost. One stage whose full
+// outputs read no reduced value: tiles of 256 columns within the threads'
+// [begin, end), their accumulators in a stack buffer (allocated once, in the
+// entry block); per tile the buffer is initialized, every row adds its run of
+// columns into it (a loop over contiguous columns, vectorizable) while the full
+// output is stored, and the tile's sums are stored once. Where every tensor's
+// columns are contiguous (stride 1 along dim 1, checked at run time) a column's
+// offsets are the tile's plus j; otherwise j times each stride.
 // CHECK-LABEL: func.func @bias_grad(
-// CHECK-SAME:    %[[B:[0-9]+]]: index, %[[E:[0-9]+]]: index, %[[N0:[0-9]+]]: index, %[[N1:[0-9]+]]: index, %{{[0-9]+}}: memref<?xf32>, %{{[0-9]+}}: index, %[[GS:[0-9]+]]: index,
-// CHECK:         arith.cmpi eq, %[[GS]], %{{.*}} : index
+// CHECK-SAME:    %[[B:[0-9]+]]: index, %[[E:[0-9]+]]: index, %[[N0:[0-9]+]]: index, %[[N1:[0-9]+]]: index, %[[Y:[0-9]+]]: memref<?xf32>, %[[YS0:[0-9]+]]: index, %[[YS:[0-9]+]]: index, %[[G:[0-9]+]]: memref<?xf32>, %{{[0-9]+}}: index, %{{[0-9]+}}: index, %[[DB:[0-9]+]]: memref<?xf32>, %{{[0-9]+}}: index, %{{[0-9]+}}: index, %[[H:[0-9]+]]: memref<?xf32>,
+// CHECK:         %[[TILE:.*]] = arith.constant 256 : index
+// CHECK-NEXT:    %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:    %[[ACC:.*]] = memref.alloca(%[[TILE]]) {alignment = 64 : i64} : memref<?xf32>
+// CHECK:         arith.cmpi eq, %[[YS]], %{{.*}} : index
 // CHECK:         scf.if %{{.*}} {
-// CHECK:           scf.for %{{.*}} = %[[B]] to %[[MID16:.*]] step %{{.*}} {
-// CHECK:             %[[G0:.*]] = arith.addi %{{.*}}, %{{.*}} : index
-// CHECK:             %[[K1:.*]] = arith.constant 1 : index
-// CHECK-NEXT:        arith.addi %[[G0]], %[[K1]] : index
-// CHECK:             %[[S16:[0-9]+]], {{.*}} = scf.for %{{.*}} = %{{.*}} to %[[N0]] step %{{.*}} iter_args({{.*}}) -> ({{(f32, )+}}f32) {
-// CHECK:             memref.store %[[S16]]
-// CHECK-COUNT-15:    memref.store
-// CHECK:             scf.for %{{.*}} = %{{.*}} to %[[N0]]
-// CHECK-COUNT-16:      memref.store
-// CHECK:           scf.for %{{.*}} = %[[MID16]] to %[[E]] step %{{.*}} {
-// CHECK:             scf.for %{{.*}} = %{{.*}} to %[[N0]] step %{{.*}} iter_args({{.*}}) -> (f32) {
+// CHECK-NEXT:      scf.for %[[C:.*]] = %[[B]] to %[[E]] step %[[TILE]] {
+// CHECK-NEXT:        %[[LEFT:.*]] = arith.subi %[[E]], %[[C]] : index
+// CHECK-NEXT:        %[[W:.*]] = arith.minsi %[[TILE]], %[[LEFT]] : index
+// CHECK:             scf.for %[[J:.*]] = %{{.*}} to %[[W]] step %{{.*}} {
+// CHECK:               memref.store %[[ZERO]], %[[ACC]][%[[J]]] : memref<?xf32>
+// CHECK:             scf.for %[[R:.*]] = %{{.*}} to %[[N0]] step %{{.*}} {
+// CHECK:               arith.muli %[[R]], %[[YS0]] : index
+// CHECK:               scf.for %[[K:.*]] = %{{.*}} to %[[W]] step %{{.*}} {
+// CHECK-NEXT:            %[[YOFF:.*]] = arith.addi %{{.*}}, %[[K]] : index
+// CHECK:                 memref.load %[[Y]][%[[YOFF]]] : memref<?xf32>
+// CHECK:                 math.exp
+// CHECK:                 %[[X:.*]] = arith.mulf
+// CHECK-NEXT:            %[[A:.*]] = memref.load %[[ACC]][%[[K]]] : memref<?xf32>
+// CHECK-NEXT:            %[[S:.*]] = arith.addf %[[A]], %[[X]] fastmath<reassoc> : f32
+// CHECK-NEXT:            memref.store %[[S]], %[[ACC]][%[[K]]] : memref<?xf32>
+// CHECK-NEXT:            memref.store %[[X]], %[[H]][%{{.*}}] : memref<?xf32>
+// CHECK:             scf.for %[[J2:.*]] = %{{.*}} to %[[W]] step %{{.*}} {
+// CHECK:               %[[SUM:.*]] = memref.load %[[ACC]][%[[J2]]] : memref<?xf32>
+// CHECK-NEXT:          memref.store %[[SUM]], %[[DB]][%{{.*}}] : memref<?xf32>
 // CHECK:         } else {
-// CHECK:           scf.for %[[J:.*]] = %[[B]] to %[[MID:.*]] step %{{.*}} {
-// CHECK:             %[[J1:.*]] = arith.addi %[[J]], %{{.*}} : index
-// CHECK-NEXT:        arith.muli %[[J1]], %[[GS]] : index
-// CHECK:             %[[S0:[0-9]+]], {{.*}} = scf.for %{{.*}} = %{{.*}} to %[[N0]] step %{{.*}} iter_args({{.*}}) -> ({{(f32, )+}}f32) {
-// CHECK:             memref.store %[[S0]]
-// CHECK-COUNT-7:     memref.store
-// CHECK:             scf.for %{{.*}} = %{{.*}} to %[[N0]]
-// CHECK-COUNT-8:       memref.store
-// CHECK:           scf.for %{{.*}} = %[[MID]] to %[[E]] step %{{.*}} {
-// CHECK:             %[[S:.*]] = scf.for %{{.*}} = %{{.*}} to %[[N0]] step %{{.*}} iter_args({{.*}}) -> (f32) {
-// CHECK:             memref.store %[[S]]
+// CHECK-NEXT:      scf.for %{{.*}} = %[[B]] to %[[E]] step %[[TILE]] {
+// CHECK:               scf.for %[[K2:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK-NEXT:            %[[STRIDED:.*]] = arith.muli %[[K2]], %[[YS]] : index
 func.func @bias_grad(%g: tensor<16x8xf32>, %y: tensor<16x8xf32>) -> (tensor<1x8xf32>, tensor<16x8xf32>) attributes {fusion.kernel} {
   %s = aten.sigmoid %y : tensor<16x8xf32> -> tensor<16x8xf32>
   %h = aten.mul %g, %s : tensor<16x8xf32>, tensor<16x8xf32> -> tensor<16x8xf32>
   %db = aten.sum %h dims = [0] keepdim = true : tensor<16x8xf32> -> tensor<1x8xf32>
   func.return %db, %h : tensor<1x8xf32>, tensor<16x8xf32>
+}
+
+// -----
+
+// A full output that reads the reduced value (the gradient minus its column
+// mean) needs the rows twice: blocks of neighbouring columns share one nest
+// over dim 0 (an accumulator each, carried in registers), 16 where every
+// tensor's columns are contiguous, 8 strided ones otherwise, the rest one by
+// one; the full output in a second nest per block.
+// CHECK-LABEL: func.func @centered(
+// CHECK-NOT:     memref.alloca
+// CHECK:         scf.if %{{.*}} {
+// CHECK:           scf.for %{{.*}} iter_args({{.*}}) -> ({{(f32, )+}}f32) {
+// CHECK:           scf.for
+// CHECK-COUNT-16:    memref.store
+// CHECK:         } else {
+// CHECK:           scf.for %{{.*}} iter_args({{.*}}) -> ({{(f32, )+}}f32) {
+func.func @centered(%g: tensor<16x8xf32>) -> tensor<16x8xf32> attributes {fusion.kernel} {
+  %m = aten.mean %g dims = [0] keepdim = true : tensor<16x8xf32> -> tensor<1x8xf32>
+  %c = aten.sub %g, %m : tensor<16x8xf32>, tensor<1x8xf32> -> tensor<16x8xf32>
+  func.return %c : tensor<16x8xf32>
 }
 
 // -----
