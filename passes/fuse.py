@@ -7,7 +7,8 @@ producer whose results are also used outside joins only if those uses come after
 the group (so the graph stays acyclic), and they then read extra group outputs;
 a producing group merges into its consuming group; the walk repeats until nothing
 changes. Constants are cloned into groups, `aten.chunk` joins when the group holds
-all its uses, and a group never exceeds `arg-limit` inputs + outputs nor
+all its uses (`aten.transpose`/`aten.permute` too, into a group already formed),
+and a group never exceeds `arg-limit` inputs + outputs nor
 `max-group-ops` ops.
 
     func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
@@ -30,7 +31,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from fusec.dialects.aten import CatOp, ChunkOp
+from fusec.dialects.aten import CatOp, ChunkOp, PermuteOp, TransposeOp
 from fusec.dialects.fusion import GroupOp
 from fusec.dialects.inference import broadcast_shapes
 from fusec.passes.fuse_concat_exits import reads_cat_exit
@@ -70,10 +71,16 @@ that a 10,000-op chain compiles in seconds, not hours."""
 
 def _is_producer_for(consumer: Operation, producer: Operation) -> bool:
     """Pointwise ops and groups fuse; a chunk fuses only if `consumer` holds all its
-    uses (its outputs become views inside the group, as the seeds' ConstantChunk)."""
+    uses (its outputs become views inside the group, as the seeds' ConstantChunk);
+    so does a transpose or permute, into a group already formed (strides the
+    kernel's launch plan works out once per input layout, where outside the group
+    they were a PyTorch call per call; a view and one op alone stay with ATen, as
+    one op alone does)."""
     if isinstance(producer, GroupOp) or is_pointwise(producer) or is_fusible_reduction(producer):
         return not in_group(producer) and not reads_cat_exit(consumer, producer)
-    if isinstance(producer, ChunkOp):
+    if isinstance(producer, TransposeOp | PermuteOp) and not isinstance(consumer, GroupOp):
+        return False
+    if isinstance(producer, ChunkOp | TransposeOp | PermuteOp):
         return all(u.operation is consumer for r in producer.results for u in r.uses)
     return False
 
