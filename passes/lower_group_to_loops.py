@@ -863,20 +863,20 @@ def _gpu_loop(
     total, *_ = _index_width(e, [total], narrow)
     sizes = _index_width(e, sizes, narrow)
     # sizes[0] divides nothing: the outermost index is what is left.
-    magic = narrow and MAGIC_DIVISION
-    divisors = [None] + [_magic_divisor(e, n) if magic else None for n in sizes[1:]]
+    use_magic = narrow and MAGIC_DIVISION
+    divisors = [None] + [_magic_divisor(e, n) if use_magic else None for n in sizes[1:]]
     blk = Block(arg_types=[width])
     loop = scf.ForOp(start, total, step, [], blk)
     le = _Emitter([])
     rest = blk.args[0]
     ivs: list[SSAValue] = [rest] * len(sizes)
     for d in reversed(range(1, len(sizes))):
-        magic = divisors[d]
-        if magic is None:
+        divisor = divisors[d]
+        if divisor is None:
             ivs[d] = le.add(arith.RemUIOp(rest, sizes[d]))
             rest = le.add(arith.DivUIOp(rest, sizes[d]))
             continue
-        quotient = _magic_quotient(le, rest, *magic)
+        quotient = _magic_quotient(le, rest, *divisor)
         ivs[d] = le.add(arith.SubiOp(rest, le.add(arith.MuliOp(quotient, sizes[d]))))
         rest = quotient
     ivs[0] = rest
