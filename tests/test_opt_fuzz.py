@@ -127,9 +127,10 @@ def run_case(case: int, seed: Seed, source: str, workdir: Path) -> Outcome:
     path = workdir / f"case{case}.mlir"
     path.write_text(source, encoding="utf-8", errors="surrogateescape")
     try:
-        proc = subprocess.run(
-            [FUSEC_OPT, str(path), *seed.args], capture_output=True, timeout=TIMEOUT
-        )
+        # lit's `%t` (a RUN line's scratch file) is a file in the work dir, not
+        # a file named "%t..." in whatever directory pytest runs from.
+        args = [a.replace("%t", str(workdir / f"case{case}.t")) for a in seed.args]
+        proc = subprocess.run([FUSEC_OPT, str(path), *args], capture_output=True, timeout=TIMEOUT)
     except subprocess.TimeoutExpired:
         return Outcome(case, seed, source, None, f"no result within {TIMEOUT}s")
     err = (proc.stdout + proc.stderr).decode(errors="replace")
