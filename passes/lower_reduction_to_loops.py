@@ -511,19 +511,18 @@ def build_reduction_kernel(
         if row_accumulators is not None:
             accumulators = row_accumulators
 
+            def full_outputs(em: _Emitter, vals: _Values, offs, cache) -> None:
+                for k in full_outs:
+                    store(em, k, vals.get(out_values[k], em, offs, cache), offs)
+
+            def row_outputs(em: _Emitter, vals: _Values, offs) -> None:
+                for k in row_outs:
+                    store(em, k, vals.get(out_values[k], em, offs, vals.row), offs)
+
             def tiles(ops: list[Operation], contiguous: bool) -> None:
                 accumulators.emit(
-                    _Emitter(ops), nest, po, contiguous,
-                    lambda em, vals, offs, cache: [
-                        store(em, k, vals.get(out_values[k], em, offs, cache), offs)
-                        for k in full_outs
-                    ],
-                    lambda em, vals, offs: [
-                        store(em, k, vals.get(out_values[k], em, offs, vals.row), offs)
-                        for k in row_outs
-                    ],
-                    count,
-                )  # fmt: skip
+                    _Emitter(ops), nest, po, contiguous, full_outputs, row_outputs, count
+                )
 
             if unit is None:
                 tiles(pe.ops, contiguous=versioned and bool(moving))
@@ -628,17 +627,19 @@ class RowAccumulators:
         self,
         em: _Emitter,
         width: SSAValue,
-        base: Sequence[SSAValue],
+        base: Sequence[SSAValue] | None,
         contiguous: bool,
         body: Callable[[_Emitter, SSAValue, list[SSAValue]], None],
     ) -> None:
-        """`for j in [0, width)`: `body(emitter, j, offsets of column j)`."""
+        """`for j in [0, width)`: `body(emitter, j, offsets of column j)` (no
+        offsets where `base` is None: a loop over the buffer alone)."""
         blk = Block(arg_types=[INDEX])
         je = _Emitter([])
         j = blk.args[0]
-        if contiguous:
+        offs: list[SSAValue] = []
+        if base is not None and contiguous:
             offs = [je.add(arith.AddiOp(o, j)) if k in self.moving else o for k, o in enumerate(base)]
-        else:
+        elif base is not None:
             offs = self.step(je, base, j, self.d)
         body(je, j, offs)
         je.add(scf.YieldOp())
@@ -687,7 +688,7 @@ class RowAccumulators:
                 vals.row[op.results[0]] = _finish(je, op, accs, count)
             row_outputs(je, vals, offs)
 
-        self._columns(te, width, base, contiguous, init)
+        self._columns(te, width, None, contiguous, init)
         nest.full(te, base, lambda ie, o: self._columns(ie, width, o, contiguous, accumulate))
         self._columns(te, width, base, contiguous, finish)
         te.add(scf.YieldOp())

@@ -122,8 +122,10 @@ func.func @not_stashed(%x: tensor<4x8xf32>) -> tensor<4x8xf32> attributes {fusio
 // CHECK-NEXT:          memref.store %[[SUM]], %[[DB]][%{{.*}}] : memref<?xf32>
 // CHECK:         } else {
 // CHECK-NEXT:      scf.for %{{.*}} = %[[B]] to %[[E]] step %[[TILE]] {
+// CHECK:             scf.for %{{.*}} = %{{.*}} to %[[N0]] step %{{.*}} {
 // CHECK:               scf.for %[[K2:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
 // CHECK-NEXT:            %[[STRIDED:.*]] = arith.muli %[[K2]], %[[YS]] : index
+// CHECK-NEXT:            arith.addi %{{.*}}, %[[STRIDED]] : index
 func.func @bias_grad(%g: tensor<16x8xf32>, %y: tensor<16x8xf32>) -> (tensor<1x8xf32>, tensor<16x8xf32>) attributes {fusion.kernel} {
   %s = aten.sigmoid %y : tensor<16x8xf32> -> tensor<16x8xf32>
   %h = aten.mul %g, %s : tensor<16x8xf32>, tensor<16x8xf32> -> tensor<16x8xf32>
