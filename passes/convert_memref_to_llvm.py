@@ -16,6 +16,13 @@ by a constant) is a stack slot:
     %b = memref.alloca(%n) {alignment = 64 : i64} : memref<?xf32>
     ->
     %b1 = "llvm.alloca"(%n1) <{alignment = 64 : i64, elem_type = f32}> : (i64) -> !llvm.ptr
+
+A memref's address as an integer (a GPU kernel's test that its accesses are
+aligned vectors, `fusec.passes.gpu_loop`):
+
+    %a = memref.extract_aligned_pointer_as_index %m : memref<?xf32> -> index
+    ->
+    %a1 = llvm.ptrtoint %m1 : !llvm.ptr to i64
 """
 
 from __future__ import annotations
@@ -60,14 +67,22 @@ def _address(
     return gep, t
 
 
+def _alignment(op: Operation) -> int | None:
+    """An access's `alignment` attribute in bytes (as upstream MLIR's
+    `memref.load %m[%i] {alignment = 16 : i64}`), else None: one element."""
+    attr = op.attributes.get("alignment")
+    return attr.value.data if isinstance(attr, IntegerAttr) else None
+
+
 class LoadToLLVM(RewritePattern):
-    """`memref.load %m[%i]` -> `llvm.getelementptr` + `llvm.load`."""
+    """`memref.load %m[%i]` -> `llvm.getelementptr` + `llvm.load` (an
+    `alignment` attribute kept)."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: memref.LoadOp, rewriter: PatternRewriter, /):
         gep, t = _address(op.memref, tuple(op.indices), rewriter)
         et = t.get_element_type()
-        load = llvm.LoadOp(gep.result, memory_type(et))
+        load = llvm.LoadOp(gep.result, memory_type(et), alignment=_alignment(op))
         ops: list[Operation] = [gep, load]
         if et == I1:
             zero = llvm.ConstantOp(IntegerAttr(0, memory_type(et)), memory_type(et))
@@ -77,7 +92,8 @@ class LoadToLLVM(RewritePattern):
 
 
 class StoreToLLVM(RewritePattern):
-    """`memref.store %v, %m[%i]` -> `llvm.getelementptr` + `llvm.store`."""
+    """`memref.store %v, %m[%i]` -> `llvm.getelementptr` + `llvm.store` (an
+    `alignment` attribute kept)."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: memref.StoreOp, rewriter: PatternRewriter, /):
@@ -88,7 +104,7 @@ class StoreToLLVM(RewritePattern):
             ext = llvm.ZExtOp(value, memory_type(I1))
             ops.append(ext)
             value = ext.res
-        ops.append(llvm.StoreOp(value, gep.result))
+        ops.append(llvm.StoreOp(value, gep.result, alignment=_alignment(op)))
         rewriter.replace(op, ops, [])
 
 
@@ -107,6 +123,17 @@ class AllocaToLLVM(RewritePattern):
         replace_with_llvm(op, [new], new.res, rewriter)
 
 
+class AlignedPointerToLLVM(RewritePattern):
+    """`memref.extract_aligned_pointer_as_index %m` -> `llvm.ptrtoint`."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(
+        self, op: memref.ExtractAlignedPointerAsIndexOp, rewriter: PatternRewriter, /
+    ):
+        new = llvm.PtrToIntOp(to_llvm(op.source, rewriter))
+        replace_with_llvm(op, [new], new.results[0], rewriter)
+
+
 @dataclass(frozen=True)
 class ConvertMemrefToLLVMPass(ModulePass):
     """Lowers loads and stores of flat memrefs to pointer arithmetic; see the
@@ -116,5 +143,7 @@ class ConvertMemrefToLLVMPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         PatternRewriteWalker(
-            GreedyRewritePatternApplier([LoadToLLVM(), StoreToLLVM(), AllocaToLLVM()])
+            GreedyRewritePatternApplier(
+                [LoadToLLVM(), StoreToLLVM(), AllocaToLLVM(), AlignedPointerToLLVM()]
+            )
         ).rewrite_module(op)

@@ -23,8 +23,9 @@ arguments too. One kernel therefore serves every shape of a canonical key.
     }
 
 With `target="nvptx"` the nest is a grid-stride loop over the flattened
-index, the thread id read from NVVM special registers; in i32 when numel and
-every offset fit (`_offsets_fit_i32`), else in 64-bit index math.
+index, the thread id read from NVVM special registers (`fusec.passes.gpu_loop`:
+in i32 when numel and every offset fit, 4 elements per trip when the innermost
+dim's accesses are aligned vectors, else in 64-bit index math).
 """
 
 from __future__ import annotations
@@ -707,22 +708,12 @@ def build_loop_kernel(
             j = len(plan.operands) + k
             b.add(memref.StoreOp.get(val, refs[j], [offsets[j]]))
 
+    lanes = 1
     if gpu:
-        refs = [ref for ref, _ in mems]
-        versions: list[list[Operation]] = []
-        for narrow in (True, False):
-            ve = _Emitter([])
-            ivs, levels = _gpu_loop(ve, a[0], sizes, narrow)
-            strides = [_index_width(ve, mem_strides, narrow) for _, mem_strides in mems]
-            offsets = [_linear_offset(levels[-1][1], ivs, st, narrow) for st in strides]
-            b = _Emitter(levels[-1][1], gpu=True)
-            emit_body(b, refs, offsets)
-            b.add(scf.YieldOp())
-            for loop, ops in levels:
-                loop.body.block.add_ops(ops)
-            versions.append([*ve.ops, levels[0][0], scf.YieldOp()])
-        fits = _offsets_fit_i32(e, a[0], sizes, [st for _, st in mems])
-        e.add(scf.IfOp(fits, [], versions[0], versions[1]))
+        from fusec.passes.gpu_loop import gpu_loops
+
+        broadcast_last = [strides[-1] is c0 for _, strides in mems]
+        lanes = gpu_loops(e, a[0], sizes, mems, broadcast_last, emit_body)
     else:
         e.ops.extend(
             cpu_loops(
@@ -740,7 +731,7 @@ def build_loop_kernel(
         )
     return finish_kernel(
         name, e, entry, arg_types, body, plan, rank, out_specs, target,
-        exits=tuple(exits), zero_division_flag=bool(flag_arg),
+        exits=tuple(exits), zero_division_flag=bool(flag_arg), lanes=lanes,
     )  # fmt: skip
 
 
@@ -800,138 +791,6 @@ def _storage_type(dtype: str, body: Block) -> Attribute:
         if str(t) == dtype:
             return t
     raise DiagnosticException(f"lower-group-to-loops: dtype {dtype} is not supported")
-
-
-Levels = list[tuple[scf.ForOp, list[Operation]]]
-
-
-NARROW_LIMIT = 1 << 30
-"""A GPU kernel's flat index and every element offset below this run its
-32-bit loop (`_offsets_fit_i32`); the margin to 2^31 keeps `index + step`
-(at most 2^31 - 1 threads in a grid) from wrapping."""
-
-
-def _offsets_fit_i32(
-    e: _Emitter, numel: SSAValue, sizes: Sequence[SSAValue], strides: Sequence[Sequence[SSAValue]]
-) -> SSAValue:
-    """An i1: numel and each memref's largest element offset,
-    sum((size_d - 1) * stride_d), are below `NARROW_LIMIT` (strides are
-    non-negative: PyTorch has no negative strides; an empty space never launches)."""
-    limit = e.const(NARROW_LIMIT, INDEX)
-    one = e.const(1, INDEX)
-    fits = e.add(arith.CmpiOp(numel, limit, "slt"))
-    lasts = [e.add(arith.SubiOp(n, one)) for n in sizes]
-    for mem_strides in strides:
-        span = e.add(arith.MuliOp(lasts[0], mem_strides[0]))
-        for last, st in zip(lasts[1:], mem_strides[1:], strict=True):
-            span = e.add(arith.AddiOp(span, e.add(arith.MuliOp(last, st))))
-        fits = e.add(arith.AndIOp(fits, e.add(arith.CmpiOp(span, limit, "slt"))))
-    return fits
-
-
-def _index_width(e: _Emitter, values: Sequence[SSAValue], narrow: bool) -> list[SSAValue]:
-    """`values` (index) as i32 for the narrow loop, as they are otherwise."""
-    if not narrow:
-        return list(values)
-    return [e.add(arith.IndexCastOp(v, IntegerType(32))) for v in values]
-
-
-def _gpu_loop(
-    e: _Emitter, total: SSAValue, sizes: Sequence[SSAValue], narrow: bool = False
-) -> tuple[list[SSAValue], Levels]:
-    """A grid-stride loop over the flattened index, delinearized per iteration.
-
-    The wide loop's index math is 64-bit: the special registers are 32-bit but
-    `ctaid * ntid` and the flat index overflow 32 bits on large tensors, so
-    they are widened (zero-extended: the registers are unsigned) first. The
-    narrow loop (`narrow`, run when every offset fits: `_offsets_fit_i32`) does
-    it all in i32: a 64-bit multiply or divide is several instructions on a GPU,
-    and a kernel over a few operands spends more issue slots on its addresses
-    than on its arithmetic."""
-    i32, i64 = IntegerType(32), IntegerType(64)
-    width = i32 if narrow else INDEX
-
-    def sreg(reg: str) -> SSAValue:
-        v = e.add(llvm.CallIntrinsicOp(f"llvm.nvvm.read.ptx.sreg.{reg}", [], [i32]))
-        if narrow:
-            return v
-        return e.add(arith.IndexCastOp(e.add(arith.ExtUIOp(v, i64)), INDEX))
-
-    tid, ntid, ctaid, nctaid = sreg("tid.x"), sreg("ntid.x"), sreg("ctaid.x"), sreg("nctaid.x")
-    start = e.add(arith.AddiOp(e.add(arith.MuliOp(ctaid, ntid)), tid))
-    step = e.add(arith.MuliOp(ntid, nctaid))
-    total, *_ = _index_width(e, [total], narrow)
-    sizes = _index_width(e, sizes, narrow)
-    # sizes[0] divides nothing: the outermost index is what is left.
-    use_magic = narrow and MAGIC_DIVISION
-    divisors = [None] + [_magic_divisor(e, n) if use_magic else None for n in sizes[1:]]
-    blk = Block(arg_types=[width])
-    loop = scf.ForOp(start, total, step, [], blk)
-    le = _Emitter([])
-    rest = blk.args[0]
-    ivs: list[SSAValue] = [rest] * len(sizes)
-    for d in reversed(range(1, len(sizes))):
-        divisor = divisors[d]
-        if divisor is None:
-            ivs[d] = le.add(arith.RemUIOp(rest, sizes[d]))
-            rest = le.add(arith.DivUIOp(rest, sizes[d]))
-            continue
-        quotient = _magic_quotient(le, rest, *divisor)
-        ivs[d] = le.add(arith.SubiOp(rest, le.add(arith.MuliOp(quotient, sizes[d]))))
-        rest = quotient
-    ivs[0] = rest
-    return ivs, [(loop, le.ops)]
-
-
-MAGIC_DIVISION = True
-"""The 32-bit loop divides by a size as a multiply and a shift (`_magic_divisor`)
-rather than `div.u32`, which a GPU runs as a dozen instructions."""
-
-
-def _magic_divisor(e: _Emitter, size: SSAValue) -> tuple[SSAValue, SSAValue]:
-    """(m, s), both i64, with n / size == (n * m) >> s for every i32 n < 2^31
-    and 1 <= size <= 2^30, computed once per thread before the loop:
-
-        l = bit length of size - 1   (so size <= 2^l)
-        s = 31 + l,  m = ceil(2^s / size)
-
-    m * size = 2^s + err with err < size <= 2^l, so n * m / 2^s = n / size +
-    n * err / (size * 2^s), whose second term is below 1/size: the floor is
-    exact (Granlund and Montgomery's round-up method); m < 2^32 + 1, so
-    n * m < 2^63. l comes from the exponent of (size - 1) as an f64 (exact)."""
-    i64, f64 = IntegerType(64), builtin.Float64Type()
-    wide = e.add(arith.ExtUIOp(size, i64))
-    below = e.add(arith.SubiOp(wide, e.const(1, i64)))
-    bits = e.add(arith.BitcastOp(e.add(arith.SIToFPOp(below, f64)), i64))
-    # exponent field - 1022 = floor(log2(x)) + 1 for x >= 1; 0 gives -1022.
-    exponent = e.add(arith.SubiOp(e.add(arith.ShRUIOp(bits, e.const(52, i64))), e.const(1022, i64)))
-    length = e.add(arith.MaxSIOp(exponent, e.const(0, i64)))
-    shift = e.add(arith.AddiOp(length, e.const(31, i64)))
-    power = e.add(arith.ShLIOp(e.const(1, i64), shift))
-    m = e.add(arith.DivUIOp(e.add(arith.AddiOp(power, below)), wide))
-    return m, shift
-
-
-def _magic_quotient(e: _Emitter, n: SSAValue, m: SSAValue, shift: SSAValue) -> SSAValue:
-    """n / size for an i32 n < 2^31, from `_magic_divisor`'s (m, s): (n * m) >> s."""
-    i64 = IntegerType(64)
-    wide = e.add(arith.MuliOp(e.add(arith.ExtUIOp(n, i64)), m))
-    return e.add(arith.TruncIOp(e.add(arith.ShRUIOp(wide, shift)), IntegerType(32)))
-
-
-def _linear_offset(
-    ops: list[Operation], ivs: Sequence[SSAValue], strides: Sequence[SSAValue], narrow: bool = False
-) -> SSAValue:
-    """The element offset sum(iv_d * stride_d) as an index (computed in i32 and
-    sign-extended when `narrow`: LLVM folds the extension into the address's
-    wide multiply-add)."""
-    le = _Emitter(ops)
-    off = le.add(arith.MuliOp(ivs[0], strides[0]))
-    for iv, s in zip(ivs[1:], strides[1:], strict=True):
-        off = le.add(arith.AddiOp(off, le.add(arith.MuliOp(iv, s))))
-    if narrow:
-        off = le.add(arith.IndexCastOp(off, INDEX))
-    return off
 
 
 # ----------------------------------------------------------------- the pass

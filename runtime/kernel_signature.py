@@ -76,10 +76,11 @@ class KernelSignature:
     byte). Any 1-D launch is correct: each thread grid-strides over the
     flattened row-major index `ctaid.x * ntid.x + tid.x` up to numel (in 32-bit
     math when numel and every offset are below 2^30, else 64-bit: the kernel
-    checks its parameters and picks),
-    e.g. 256 threads and min(ceil(numel / 256), 32 * SMs) blocks; no shared
-    memory. Operands and outputs are `noalias`: an output must not overlap an
-    input (reads use the read-only `ld.global.nc` path).
+    checks its parameters and picks; `lanes` consecutive elements per trip
+    where every access along the innermost dim is an aligned vector),
+    e.g. 256 threads and min(ceil(numel / (256 * lanes)), 32 * SMs) blocks; no
+    shared memory. Operands and outputs are `noalias`: an output must not
+    overlap an input.
 
     `outputs` are the tensors the kernel writes; the group returns the same ones
     unless there are `exits`: each `CatExit` turns its `parts` into one result,
@@ -104,6 +105,10 @@ class KernelSignature:
     traps (it divides by 1 instead); the host raises eager's
     `RuntimeError: ZeroDivisionError` when the byte is set (on nvptx a `.u64`
     device pointer, the last parameter)."""
+    lanes: int = 1
+    """(nvptx pointwise) Consecutive elements a thread takes per trip of its
+    loop when the layouts allow one vector access per operand
+    (`fusec.passes.gpu_loop`): the grid is sized for numel / lanes threads."""
     cost: float = 1.0
     """Estimated nanoseconds of work per index-space element on one core
     (`fusec.passes.kernel_cost`): the CPU executor splits a call over threads

@@ -128,6 +128,34 @@ def test_launch_config(numel: int, sms: int, threads: int, expected: tuple[int, 
     assert cuda.launch_config(numel, props(sms, threads)) == expected
 
 
+def test_launch_grid_is_sized_for_the_lanes() -> None:
+    """A kernel taking 4 elements per trip needs a quarter of the threads."""
+    assert cuda.launch_config(1 << 20, props(), lanes=4) == (1024, 256)
+    assert cuda.launch_config(1 << 20, props(), lanes=1) == (4096, 256)
+    assert cuda.launch_config(10**9, props(), lanes=4) == (32 * 132, 256)
+    assert cuda.launch_config(3, props(), lanes=4) == (1, 256)
+
+
+@pytest.mark.parametrize(
+    "dtypes, lanes",
+    [
+        ((torch.float32, torch.float32), 4),
+        ((torch.float16, torch.float16), 4),
+        ((torch.int8, torch.int8), 4),
+        ((torch.float64, torch.float64), 2),
+        ((torch.float32, torch.float64), 2),
+    ],
+)
+def test_signature_lanes_follow_the_widest_element(
+    dtypes: tuple[torch.dtype, torch.dtype], lanes: int
+) -> None:
+    """16-byte vectors: 4 lanes, 2 where any operand or output is 8 bytes wide."""
+    cuda_toolchain_or_skip()
+    x, y = (torch.ones(4, 8, dtype=dt) for dt in dtypes)
+    (group,) = groups(scale_and_add, x, y)
+    assert KernelCache().kernel_for(group, "sm_80").signature.lanes == lanes
+
+
 def test_peak_bandwidth_from_clock_and_bus_width() -> None:
     p = cuda.DeviceProps(132, 1024, "sm_90", memory_clock_khz=2_619_000, bus_width_bits=5120)
     assert p.peak_bandwidth_gbs == pytest.approx(3352.3, rel=1e-3)
@@ -435,6 +463,63 @@ def test_offsets_past_32_bits_take_the_64_bit_loop() -> None:
 
 def scale_and_shift(x: torch.Tensor) -> torch.Tensor:
     return x * 2 + 1
+
+
+def _layouts(dtype: torch.dtype) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+    """(x, y) pairs whose innermost accesses are, or are not, aligned vectors of
+    4 lanes (`fusec.passes.gpu_loop._lanes_fit`)."""
+
+    def r(*shape: int) -> torch.Tensor:
+        return torch.randn(*shape, device="cuda").to(dtype)
+
+    return {
+        "contiguous": (r(64, 48), r(64, 48)),
+        "cols_not_a_multiple_of_4": (r(64, 50), r(64, 50)),
+        "odd_column_offset": (r(64, 49)[:, 1:], r(64, 48)),
+        "odd_row_stride": (r(64, 49)[:, :48], r(64, 48)),
+        "aligned_column_offset": (r(64, 52)[:, 4:], r(64, 48)),
+        "row_offset": (r(66, 48)[2:], r(64, 48)),
+        "odd_row_offset": (r(64 * 48 + 1)[1:].view(64, 48), r(64, 48)),
+        "row_broadcast": (r(64, 48), r(48)),
+        "column_broadcast": (r(64, 48), r(64, 1)),
+        "runtime_stride_0": (r(64, 48), r(64, 4)[:, :1].expand(64, 48)),
+        "innermost_stride_2": (r(64, 96)[:, ::2], r(64, 48)),
+        "transposed": (r(48, 64).t(), r(64, 48)),
+        "flat": (r(1 << 16), r(1 << 16)),
+        "flat_odd": (r((1 << 16) + 3), r((1 << 16) + 3)),
+    }
+
+
+LAYOUTS = [
+    "contiguous", "cols_not_a_multiple_of_4", "odd_column_offset", "odd_row_stride",
+    "aligned_column_offset", "row_offset", "odd_row_offset", "row_broadcast",
+    "column_broadcast", "runtime_stride_0", "transposed", "innermost_stride_2", "flat",
+    "flat_odd",
+]  # fmt: skip
+
+
+@gpu
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.float64, torch.int8])
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_vector_lanes_on_aligned_and_misaligned_layouts(layout: str, dtype: torch.dtype) -> None:
+    """Each thread takes 4 consecutive elements as one vector access where every
+    operand's innermost run is an aligned vector, one element otherwise: both
+    give eager's result, on views that are and are not aligned."""
+    x, y = _layouts(dtype)[layout]
+    f = fusec.compile(scale_and_add)
+    got = f(x, y)
+    assert f.launches_per_call == 1
+    if dtype != torch.float16:
+        assert_same(got, scale_and_add(x, y))
+        return
+    # The kernel computes in f32 and rounds once: eager's rounding after every
+    # op differs by more than an f16 ulp where y * x - y cancels.
+    want = scale_and_add(x.float(), y.float()).half()
+    torch.testing.assert_close(got, want, rtol=1e-3, atol=1e-3)
+
+
+def scale_and_add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    return x * 3 + y * x - y
 
 
 @gpu

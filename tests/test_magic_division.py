@@ -1,5 +1,5 @@
 """The GPU kernels' 32-bit loop divides a flat index by a size as a multiply
-and a shift (`lower_group_to_loops._magic_divisor` / `_magic_quotient`). The
+and a shift (`gpu_loop._magic_divisor` / `_magic_quotient`). The
 same IR is compiled for this host here and checked against integer division
 over the whole range it serves: every n < 2^31, every size 1..2^30."""
 
@@ -14,12 +14,8 @@ import llvmlite.binding as llvm
 import torch
 from fusec.codegen import lower_to_llvm_dialect, translate_to_llvm_ir
 from fusec.llvm_jit import host_target_machine, optimize_for_host
-from fusec.passes.lower_group_to_loops import (
-    INDEX,
-    _Emitter,
-    _magic_divisor,
-    _magic_quotient,
-)
+from fusec.passes.gpu_loop import _magic_divisor, _magic_quotient
+from fusec.passes.lower_group_to_loops import INDEX, _Emitter
 from xdsl.dialects import func, memref, scf
 from xdsl.dialects.builtin import DYNAMIC_INDEX, IntegerType, MemRefType, ModuleOp
 from xdsl.ir import Block, Region

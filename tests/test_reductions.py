@@ -492,6 +492,8 @@ def test_column_reductions_split_over_threads(monkeypatch):
     torch.manual_seed(16)
     g, x = torch.randn(70, 1003), torch.randn(70, 1003)
     f = check(bias_grad, [g, x], launches=1)
+    if g.device.type != "cpu":
+        return  # the split is the CPU executor's; on --device cuda the check is the test
     (step,) = [s for s in f.last.program.all_steps() if s.kind == "kernel"]
     kernel = getattr(step.fn.kernel, "func", step.fn.kernel)
     kernel = getattr(kernel, "__self__", kernel)

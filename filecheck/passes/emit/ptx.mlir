@@ -10,29 +10,43 @@
 
 // One `.entry` per group; a grid-stride loop over the flattened index, in
 // 32-bit math (a size divides as a multiply and shift) when numel and every
-// last offset are below 2^30, else in 64-bit;
+// last offset are below 2^30, else in 64-bit; in 32-bit math with 4 elements
+// per trip, loaded and stored as 128-bit vectors, when every innermost run is
+// an aligned vector (unit innermost strides, 16-byte aligned addresses: the
+// address test's ptrtoint is why loads are `ld.global`, not `ld.global.nc`);
 // libdevice's expf inlined (its ex2.approx core), no call left.
 // CHECK:       .target sm_80
 // CHECK:       .address_size 64
 // CHECK-LABEL: .visible .entry f_group0(
-// CHECK:       mov.u32 %[[TID:r[0-9]+]], %tid.x;
 // CHECK:       setp.gt.s64 %[[WIDE:p[0-9]+]], %{{rd[0-9]+}}, 1073741823;
 // CHECK-NEXT:  @%[[WIDE]] bra [[WIDE_LOOP:\$L__BB0_[0-9]+]];
+// CHECK-NEXT:  setp.ne.b64 %{{p[0-9]+}}, %{{rd[0-9]+}}, 1;
+// CHECK:       and.b64 %{{rd[0-9]+}}, %{{rd[0-9]+}}, 15;
 // CHECK:       [[WIDE_LOOP]]:
 // CHECK:       mov.u32 %[[NTID:r[0-9]+]], %ntid.x;
 // CHECK:       mov.u32 %[[CTAID:r[0-9]+]], %ctaid.x;
 // CHECK:       mul.wide.u32 %{{rd[0-9]+}}, %[[CTAID]], %[[NTID]];
 // CHECK:       mov.u32 %[[NCTAID:r[0-9]+]], %nctaid.x;
 // CHECK:       mul.wide.u32 %[[STEP:rd[0-9]+]], %[[NTID]], %[[NCTAID]];
-// CHECK:       ld.global.nc.b32
+// CHECK:       ld.global.b32
 // CHECK:       ex2.approx
 // CHECK:       st.global.b32
 // CHECK:       add.s64 %[[I:rd[0-9]+]], %[[I]], %[[STEP]];
 // CHECK-NEXT:  setp.lt.s64 %{{p[0-9]+}}, %[[I]],
 // CHECK:       mul.lo.s64 %[[P:rd[0-9]+]], %{{rd[0-9]+}}, %{{rd[0-9]+}};
 // CHECK-NEXT:  shr.u64 %{{rd[0-9]+}}, %[[P]], %{{r[0-9]+}};
+// CHECK:       ld.global.v4.b32 {%[[A0:r[0-9]+]], %{{r[0-9]+}}, %{{r[0-9]+}}, %{{r[0-9]+}}}, [%{{rd[0-9]+}}];
+// CHECK:       ld.global.v4.b32 {%[[B0:r[0-9]+]], %{{r[0-9]+}}, %{{r[0-9]+}}, %{{r[0-9]+}}}, [%{{rd[0-9]+}}];
+// CHECK:       ex2.approx
+// CHECK:       mul.rn.f32 %[[Y0:r[0-9]+]], %[[B0]], %{{r[0-9]+}};
+// CHECK:       ex2.approx
+// CHECK:       ex2.approx
+// CHECK:       ex2.approx
+// CHECK:       st.global.v4.b32 [%{{rd[0-9]+}}], {%[[Y0]], %{{r[0-9]+}}, %{{r[0-9]+}}, %{{r[0-9]+}}};
+// CHECK:       add.s32 %[[V:r[0-9]+]], %[[V]], %{{r[0-9]+}};
+// CHECK:       setp.lt.s32 %{{p[0-9]+}}, %[[V]],
 // CHECK:       mul.wide.s32
-// CHECK:       ld.global.nc.b32
+// CHECK:       ld.global.b32
 // CHECK:       ex2.approx
 // CHECK:       st.global.b32
 // CHECK:       add.s32 %[[J:r[0-9]+]], %[[J]], %{{r[0-9]+}};
@@ -48,12 +62,16 @@ func.func @f(%a: tensor<4x8xf32>, %b: tensor<8xf32>) -> tensor<4x8xf32> {
 
 // -----
 
-// Half types are loaded as 16 bits, computed in f32 and rounded once at the store.
+// Half types are loaded as 16 bits (4 lanes: a 64-bit vector), computed in
+// f32 and rounded once at the store.
 // CHECK-LABEL: .visible .entry h_group0(
-// CHECK:       ld.global.nc.b16 %[[H:rs[0-9]+]]
+// CHECK:       ld.global.v4.b16 {%[[H:rs[0-9]+]], %{{rs[0-9]+}}, %{{rs[0-9]+}}, %{{rs[0-9]+}}}
 // CHECK:       cvt.f32.f16 %{{r[0-9]+}}, %[[H]];
 // CHECK:       ex2.approx
 // CHECK:       cvt.rn.f16.f32 %{{rs[0-9]+}},
+// CHECK:       st.global.v4.b16 [%{{rd[0-9]+}}], {%{{rs[0-9]+}}, %{{rs[0-9]+}}, %{{rs[0-9]+}}, %{{rs[0-9]+}}};
+// CHECK:       ld.global.b16 %[[H1:rs[0-9]+]]
+// CHECK:       cvt.f32.f16 %{{r[0-9]+}}, %[[H1]];
 // CHECK:       st.global.b16 [%{{rd[0-9]+}}], %{{rs[0-9]+}};
 // SM90-LABEL:  .visible .entry h_group0(
 func.func @h(%a: tensor<16xf16>) -> tensor<16xf16> {
