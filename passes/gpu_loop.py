@@ -208,8 +208,14 @@ def _closed(ve: _Emitter, levels: Levels) -> list[Operation]:
 
 
 VECTOR_BYTES = 16
-"""The widest load a thread issues per operand (`ld.global.v4.f32`, 128 bits):
-the lanes of a kernel are VECTOR_BYTES over its widest element, at most 4."""
+"""The bytes a thread loads per operand per trip (`ld.global.v4.f32`, 128 bits):
+the lanes of a kernel are VECTOR_BYTES over its widest element, at most
+`MAX_LANES`."""
+
+MAX_LANES = 4
+"""8 lanes (two 128-bit accesses per operand per trip, as Inductor's kernels
+make) ran the 2^24 LSTM tail at 121.8 us against 4 lanes' 115.5 on an H200
+(benchmarks/results/nvidia-h200.txt)."""
 
 _ELEMENT_BYTES = {"i1": 1, "i8": 1, "i16": 2, "f16": 2, "bf16": 2, "i32": 4, "f32": 4}
 
@@ -224,7 +230,7 @@ def _lanes(refs: Sequence[SSAValue]) -> int:
     """Consecutive elements a thread takes per trip (1: no lanes version)."""
     if not refs:
         return 1
-    return max(1, min(4, VECTOR_BYTES // max(_element_bytes(r) for r in refs)))
+    return max(1, min(MAX_LANES, VECTOR_BYTES // max(_element_bytes(r) for r in refs)))
 
 
 def _lanes_fit(
