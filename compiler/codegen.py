@@ -117,7 +117,10 @@ def translate_to_llvm_ir(module: ModuleOp, target: str = "cpu") -> str:
 
 def _kernel_name(group: GroupOp, target: str) -> str:
     # Every sm_XX shares one name: the LLVM IR does not depend on the arch.
-    text = str(group.body) + str(group.outputs.types) + ("cpu" if target == "cpu" else "nvptx")
+    from fusec.ir_text import generic_text
+
+    body = generic_text(group.body.block)
+    text = body + str(group.outputs.types) + ("cpu" if target == "cpu" else "nvptx")
     return "fusec_" + hashlib.sha256(text.encode()).hexdigest()[:16]
 
 

@@ -662,7 +662,9 @@ class CompiledFunction:
 
         # The module's text is printed once for both warm-start entries.
         store_ir = warm and cached is None and program_cache.enabled()
-        text = str(module) if host_key is not None or store_ir else ""
+        from fusec.ir_text import generic_text
+
+        text = generic_text(module) if host_key is not None or store_ir else ""
         if store_ir:
             _store_program(self.gm, args, pipeline, name, text)
         # CPU kernels for all-CPU inputs, GPU kernels for inputs on one CUDA device;

@@ -20,7 +20,7 @@ devices of one arch share the entry.
 The directory is created 0700; one owned by another user or writable by others
 is not used (memory-only cache, one warning), nor is one that cannot be created:
 either way fusion stays on. Writes go to a temporary file renamed into place; a
-`filelock` per key makes concurrent processes build a kernel once, and a lock per
+file lock per key (`fusec.runtime.file_lock`) makes concurrent processes build a kernel once, and a lock per
 key does the same for threads. A lock held longer than `lock_timeout` seconds
 (`$FUSEC_CACHE_LOCK_TIMEOUT`, default 5) is logged and the kernel is compiled
 without the disk cache; `.tmp` files of killed writers are removed.
@@ -289,16 +289,22 @@ def group_text(group: GroupOp) -> str:
     function whose arguments stand for the group's operands. What a CPU
     kernel's entry keeps, so that a process that loads the kernel by key can
     build its tiled variant (`fusec.codegen.TILED_CPU`) on first need."""
+    from fusec.dialects.fusion import GroupOp
     from xdsl.dialects import func
     from xdsl.dialects.builtin import ModuleOp
     from xdsl.ir import Block, Region
 
     block = Block(arg_types=[v.type for v in group.operands])
-    clone = group.clone(value_mapper=dict(zip(group.operands, block.args, strict=True)))
+    # A new group over the function's arguments with a copy of the body: the body
+    # is isolated from above, so nothing in it refers to the old operands.
+    clone = GroupOp(list(block.args), list(group.result_types), group.body.clone())
+    clone.attributes.update(group.attributes)
     block.add_ops([clone, func.ReturnOp(*clone.results)])
     types = ([v.type for v in group.operands], list(group.result_types))
     fn = func.FuncOp("group", types, Region(block))
-    return str(ModuleOp([fn]))
+    from fusec.ir_text import generic_text
+
+    return generic_text(ModuleOp([fn]))
 
 
 def group_from_text(text: str) -> GroupOp | None:
@@ -570,13 +576,13 @@ class KernelCache:
         kernel = self._read(path, key, group, target)
         if kernel is not None:
             return kernel
-        import filelock
+        from fusec.runtime.file_lock import FileLock, LockTimeout
 
-        lock = filelock.FileLock(str(path) + ".lock", timeout=self.lock_timeout)
+        lock = FileLock(str(path) + ".lock", timeout=self.lock_timeout)
         try:
             path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             lock.acquire()
-        except filelock.Timeout:
+        except LockTimeout:
             log.warning(
                 "fusec: another process has held the cache lock %s.lock for over %.1fs "
                 "($FUSEC_CACHE_LOCK_TIMEOUT); compiling without the disk cache",

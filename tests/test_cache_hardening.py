@@ -241,9 +241,9 @@ def test_an_entry_naming_a_missing_kernel_is_rebuilt(cache_dir):
 
 _HOLD_LOCK = textwrap.dedent(
     """
-    import sys, time, filelock
-    lock = filelock.FileLock(sys.argv[1])
-    lock.acquire()
+    import fcntl, os, sys, time
+    fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)
     print("locked", flush=True)
     time.sleep(float(sys.argv[2]))
     """
