@@ -38,6 +38,7 @@ from reference_models import lstm_cell, lstm_tail
 from toolchains import cuda_driver_bindings_or_skip, cuda_toolchain_or_skip
 from torch import nn
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
+from vector_layouts import LAYOUTS, vector_layouts
 from xdsl.ir import BlockArgument
 
 HAS_CUDA = torch.cuda.is_available()
@@ -465,39 +466,6 @@ def scale_and_shift(x: torch.Tensor) -> torch.Tensor:
     return x * 2 + 1
 
 
-def _layouts(dtype: torch.dtype) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
-    """(x, y) pairs whose innermost accesses are, or are not, aligned vectors of
-    4 lanes (`fusec.passes.gpu_loop._lanes_fit`)."""
-
-    def r(*shape: int) -> torch.Tensor:
-        return torch.randn(*shape, device="cuda").to(dtype)
-
-    return {
-        "contiguous": (r(64, 48), r(64, 48)),
-        "cols_not_a_multiple_of_4": (r(64, 50), r(64, 50)),
-        "odd_column_offset": (r(64, 49)[:, 1:], r(64, 48)),
-        "odd_row_stride": (r(64, 49)[:, :48], r(64, 48)),
-        "aligned_column_offset": (r(64, 52)[:, 4:], r(64, 48)),
-        "row_offset": (r(66, 48)[2:], r(64, 48)),
-        "odd_row_offset": (r(64 * 48 + 1)[1:].view(64, 48), r(64, 48)),
-        "row_broadcast": (r(64, 48), r(48)),
-        "column_broadcast": (r(64, 48), r(64, 1)),
-        "runtime_stride_0": (r(64, 48), r(64, 4)[:, :1].expand(64, 48)),
-        "innermost_stride_2": (r(64, 96)[:, ::2], r(64, 48)),
-        "transposed": (r(48, 64).t(), r(64, 48)),
-        "flat": (r(1 << 16), r(1 << 16)),
-        "flat_odd": (r((1 << 16) + 3), r((1 << 16) + 3)),
-    }
-
-
-LAYOUTS = [
-    "contiguous", "cols_not_a_multiple_of_4", "odd_column_offset", "odd_row_stride",
-    "aligned_column_offset", "row_offset", "odd_row_offset", "row_broadcast",
-    "column_broadcast", "runtime_stride_0", "transposed", "innermost_stride_2", "flat",
-    "flat_odd",
-]  # fmt: skip
-
-
 @gpu
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.float64, torch.int8])
 @pytest.mark.parametrize("layout", LAYOUTS)
@@ -505,7 +473,7 @@ def test_vector_lanes_on_aligned_and_misaligned_layouts(layout: str, dtype: torc
     """Each thread takes 4 consecutive elements as one vector access where every
     operand's innermost run is an aligned vector, one element otherwise: both
     give eager's result, on views that are and are not aligned."""
-    x, y = _layouts(dtype)[layout]
+    x, y = vector_layouts(dtype, "cuda", rows=64, cols=48)[layout]
     f = fusec.compile(scale_and_add)
     got = f(x, y)
     assert f.launches_per_call == 1

@@ -26,6 +26,7 @@ from fusec.passes.lower_group_to_loops import build_loop_kernel
 from fusec.runtime.cuda import kernel_params
 from fusec.runtime.kernel_signature import KernelSignature
 from fusec.runtime.operands import broadcast_strides
+from vector_layouts import ALIGNED, vector_layouts
 from xdsl.context import Context
 from xdsl.dialects import arith, func, scf
 from xdsl.dialects import llvm as llvmd
@@ -131,38 +132,6 @@ def run(x: torch.Tensor, y: torch.Tensor, version: str, out_offset: int = 0) -> 
     return out
 
 
-def layouts(dtype: torch.dtype) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
-    """(x, y) pairs whose innermost runs are, or are not, aligned vectors
-    (CPU tensors' storage is 64-byte aligned)."""
-
-    def r(*shape: int) -> torch.Tensor:
-        if dtype == torch.int8:
-            return torch.randint(-9, 9, shape, dtype=dtype)
-        return torch.randn(*shape).to(dtype)
-
-    return {
-        "contiguous": (r(8, 12), r(8, 12)),
-        "cols_not_a_multiple_of_4": (r(8, 10), r(8, 10)),
-        "odd_column_offset": (r(8, 13)[:, 1:], r(8, 12)),
-        "odd_row_stride": (r(8, 13)[:, :12], r(8, 12)),
-        "aligned_column_offset": (r(8, 16)[:, 4:], r(8, 12)),
-        "row_offset": (r(10, 12)[2:], r(8, 12)),
-        "odd_row_offset": (r(97)[1:].view(8, 12), r(8, 12)),
-        "row_broadcast": (r(8, 12), r(12)),
-        "column_broadcast": (r(8, 12), r(8, 1)),
-        "runtime_stride_0": (r(8, 12), r(8, 4)[:, :1].expand(8, 12)),
-        "innermost_stride_2": (r(8, 24)[:, ::2], r(8, 12)),
-        "transposed": (r(12, 8).t(), r(8, 12)),
-        "flat": (r(64), r(64)),
-        "flat_odd": (r(67), r(67)),
-    }
-
-
-ALIGNED = {"contiguous", "aligned_column_offset", "row_offset", "row_broadcast",
-           "column_broadcast", "flat"}  # fmt: skip
-"""The layouts whose every innermost run is an aligned vector of 4 lanes (f64
-has 2 lanes: 10 columns are 5 vectors of them)."""
-
 DTYPES = [torch.float32, torch.float64, torch.float16, torch.int8]
 
 
@@ -186,7 +155,7 @@ def check(got: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> None:
 @pytest.mark.parametrize("version", ["all", "i32", "i64"])
 def test_every_version_matches_eager_on_every_layout(version: str, dtype: torch.dtype) -> None:
     torch.manual_seed(0)
-    for name, (x, y) in layouts(dtype).items():
+    for name, (x, y) in vector_layouts(dtype).items():
         for out_offset in (0, 1):
             got = run(x, y, version, out_offset)
             try:
@@ -201,7 +170,7 @@ def test_the_lanes_version_takes_exactly_the_aligned_layouts(dtype: torch.dtype)
     completely and leaves the others (and a misaligned output) untouched."""
     torch.manual_seed(1)
     aligned = ALIGNED | ({"cols_not_a_multiple_of_4"} if dtype == torch.float64 else set())
-    for name, (x, y) in layouts(dtype).items():
+    for name, (x, y) in vector_layouts(dtype).items():
         for out_offset in (0, 1):  # one element in: never a vector's alignment
             got = run(x, y, "lanes", out_offset)
             if name in aligned and out_offset == 0:
