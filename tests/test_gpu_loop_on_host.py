@@ -40,21 +40,28 @@ SREGS = ("tid.x", "ntid.x", "ctaid.x", "nctaid.x")
 THREADS, BLOCKS = 3, 2
 """The emulated grid: 6 threads, so every loop strides."""
 
-_TYPES = {torch.float32: "f32", torch.float64: "f64", torch.float16: "f16", torch.int8: "i8"}
+_TYPES = {torch.float32: "f32", torch.float64: "f64", torch.float16: "f16", torch.int8: "i8",
+          torch.bool: "i1"}  # fmt: skip
 
 
 def _tensor_type(shape: tuple[int, ...], dtype: torch.dtype) -> str:
     return f"tensor<{'x'.join(map(str, shape))}x{_TYPES[dtype]}>"
 
 
-def _source(x_shape, y_shape, out_shape, dtype) -> str:
-    tx, ty, to = (_tensor_type(s, dtype) for s in (x_shape, y_shape, out_shape))
+def _source(x: tuple, y: tuple, out: tuple, ops: str) -> str:
+    """A kernel over %x, %y returning %out; each of x, y, out is (shape, dtype)
+    and `ops` its body, which may use the types as {tx}, {ty}, {to}."""
+    tx, ty, to = (_tensor_type(*t) for t in (x, y, out))
+    body = ops.format(tx=tx, ty=ty, to=to)
     return f"""
     func.func @k(%x: {tx}, %y: {ty}) -> {to} attributes {{fusion.kernel}} {{
-      %0 = aten.mul %x, %y : {tx}, {ty} -> {to}
-      %1 = aten.add %0, %x : {to}, {tx} -> {to}
-      func.return %1 : {to}
+      {body}
+      func.return %out : {to}
     }}"""
+
+
+MUL_ADD = """%0 = aten.mul %x, %y : {tx}, {ty} -> {to}
+      %out = aten.add %0, %x : {to}, {tx} -> {to}"""
 
 
 def _keep(fn: func.FuncOp, version: str) -> None:
@@ -81,14 +88,10 @@ def _keep(fn: func.FuncOp, version: str) -> None:
 
 
 @functools.cache
-def kernel(
-    x_shape: tuple[int, ...], y_shape: tuple[int, ...], dtype: torch.dtype, version: str
-) -> tuple[Callable[..., None], KernelSignature]:
-    out_shape = torch.broadcast_shapes(x_shape, y_shape)
+def kernel(src: str, version: str) -> tuple[Callable[..., None], KernelSignature]:
     ctx = Context()
     for d in (Builtin, func.Func, Aten):
         ctx.load_dialect(d)
-    src = _source(x_shape, y_shape, tuple(out_shape), dtype)
     (op,) = Parser(ctx, src).parse_module().ops
     assert isinstance(op, func.FuncOp)
     fn, sig = build_loop_kernel("k", op.body.block, op.function_type.outputs.data, "nvptx")
@@ -108,18 +111,26 @@ def kernel(
     engine = llvm.create_mcjit_compiler(ref, host_target_machine())
     engine.finalize_object()
     _ENGINES.append(engine)
-    _, types = kernel_params(sig, [0] * 3, [[0] * sig.loop_rank] * 3, out_shape, [])
+    _, types = kernel_params(sig, [0] * 3, [[0] * sig.loop_rank] * 3, [1] * sig.loop_rank, [])
     proto = ctypes.CFUNCTYPE(None, *types, *[ctypes.c_int32] * len(SREGS))
     return proto(engine.get_function_address("k")), sig
 
 
-def run(x: torch.Tensor, y: torch.Tensor, version: str, out_offset: int = 0) -> torch.Tensor:
-    """The kernel over x, y on the emulated grid; the output starts
-    `out_offset` elements into a buffer of NaN (or -128) sentinels."""
-    call, sig = kernel(tuple(x.shape), tuple(y.shape), x.dtype, version)
+def run(
+    x: torch.Tensor,
+    y: torch.Tensor,
+    version: str,
+    out_offset: int = 0,
+    ops: str = MUL_ADD,
+    out_dtype: torch.dtype | None = None,
+) -> torch.Tensor:
+    """The kernel `ops` over x, y on the emulated grid; the output starts
+    `out_offset` elements into a buffer of sentinels (NaN, -128 or True)."""
     space = torch.broadcast_shapes(x.shape, y.shape)
-    fill = -128 if x.dtype == torch.int8 else float("nan")
-    buf = torch.full((space.numel() + out_offset,), fill, dtype=x.dtype)
+    out_dtype = out_dtype or x.dtype
+    src = _source((x.shape, x.dtype), (y.shape, y.dtype), (space, out_dtype), ops)
+    call, sig = kernel(src, version)
+    buf = torch.full((space.numel() + out_offset,), _sentinel(out_dtype), dtype=out_dtype)
     out = buf[out_offset:].view(space)
     tensors = (x, y, out)
     values, _ = kernel_params(
@@ -130,6 +141,15 @@ def run(x: torch.Tensor, y: torch.Tensor, version: str, out_offset: int = 0) -> 
         for thread in range(THREADS):
             call(*values, thread, THREADS, block, BLOCKS)
     return out
+
+
+def _sentinel(dtype: torch.dtype) -> float | int | bool:
+    return {torch.int8: -128, torch.bool: True}.get(dtype, float("nan"))
+
+
+def untouched(out: torch.Tensor) -> bool:
+    sentinel = _sentinel(out.dtype)
+    return bool(out.isnan().all() if sentinel != sentinel else (out == sentinel).all())
 
 
 DTYPES = [torch.float32, torch.float64, torch.float16, torch.int8]
@@ -176,5 +196,49 @@ def test_the_lanes_version_takes_exactly_the_aligned_layouts(dtype: torch.dtype)
             if name in aligned and out_offset == 0:
                 check(got, x, y)
                 continue
-            sentinel = got == -128 if dtype == torch.int8 else got.isnan()
-            assert bool(sentinel.all()), f"{name}, output offset {out_offset}: the lanes version ran"
+            assert untouched(got), f"{name}, output offset {out_offset}: the lanes version ran"
+
+
+MIXED = [
+    # (x dtype, y dtype, output dtype, ops, eager)
+    (torch.float16, torch.float32, torch.float32,
+     """%0 = aten.mul %x, %y : {tx}, {ty} -> {to}
+      %out = aten.add %0, %y : {to}, {ty} -> {to}""",
+     lambda x, y: x * y + y),
+    (torch.float32, torch.float32, torch.bool,
+     """%out = aten.gt %x, %y : {tx}, {ty} -> {to}""",
+     lambda x, y: x > y),
+    (torch.int8, torch.float64, torch.float64,
+     """%0 = aten.mul %x, %y : {tx}, {ty} -> {to}
+      %out = aten.sub %0, %y : {to}, {ty} -> {to}""",
+     lambda x, y: x * y - y),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", range(len(MIXED)))
+@pytest.mark.parametrize("version", ["all", "lanes"])
+def test_mixed_types_and_a_bool_output(case: int, version: str) -> None:
+    """Lanes by the widest type among operands and output (2 with an f64); a
+    bool output is a byte per lane. Rank 3, the middle dim broadcast."""
+    xt, yt, ot, ops, eager = MIXED[case]
+    torch.manual_seed(2)
+
+    def r(*shape: int, dtype: torch.dtype) -> torch.Tensor:
+        if dtype == torch.int8:
+            return torch.randint(-9, 9, shape, dtype=dtype)
+        return torch.randn(*shape).to(dtype)
+
+    layouts = {
+        "aligned": (r(2, 3, 8, dtype=xt), r(2, 1, 8, dtype=yt)),
+        "misaligned": (r(2, 3, 9, dtype=xt)[..., 1:], r(2, 1, 8, dtype=yt)),
+    }
+    for name, (x, y) in layouts.items():
+        got = run(x, y, version, ops=ops, out_dtype=ot)
+        if version == "lanes" and name == "misaligned":
+            assert untouched(got), name
+            continue
+        want = eager(x, y)
+        if ot == torch.bool:
+            assert torch.equal(got, want), name
+        else:
+            torch.testing.assert_close(got, want, msg=name)
