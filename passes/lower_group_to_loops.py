@@ -835,8 +835,9 @@ class LowerGroupToLoopsPass(ModulePass):
 
     name = "lower-group-to-loops"
     target: str = "cpu"
-    """"cpu" (a loop nest over [begin, end) of the outer dim) or "nvptx" (one
-    grid-stride loop)."""
+    """"cpu" (a loop nest over [begin, end) of the outer dim) or "nvptx" (a
+    grid-stride loop in three versions: 32-bit with vector lanes, 32-bit, 64-bit;
+    `fusec.passes.gpu_loop`)."""
     tile: bool = False
     """(cpu) Also a tiled nest, run on launches with a transposed operand: the
     kernel the runtime builds for such layouts (`fusec.codegen.TILED_CPU`)."""
