@@ -30,6 +30,11 @@ def _args(seed: int) -> tuple[torch.Tensor, torch.Tensor]:
 def out_pool(monkeypatch: pytest.MonkeyPatch) -> OutputPool:
     fresh = OutputPool(1 << 30)
     monkeypatch.setattr(cpu_pool, "_POOL", fresh)
+    # A kernel loaded by an earlier test keeps the allocator its launch plans
+    # took then (the process's one pool, outside tests): load kernels afresh.
+    from fusec.runtime import cpu
+
+    monkeypatch.setattr(cpu, "_loaded", {})
     return fresh
 
 
