@@ -23,9 +23,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from fusec.passes.cpu_loop_nest import _element_bytes
 from fusec.passes.lower_group_to_loops import INDEX, _Emitter
 from xdsl.dialects import arith, builtin, llvm, memref, scf
-from xdsl.dialects.builtin import IntegerAttr, IntegerType, MemRefType
+from xdsl.dialects.builtin import IntegerAttr, IntegerType
 from xdsl.ir import Block, Operation, SSAValue
 
 Levels = list[tuple[scf.ForOp, list[Operation]]]
@@ -217,15 +218,6 @@ MAX_LANES = 4
 make) ran the 2^24 LSTM tail at 121.8 us against 4 lanes' 115.5 on an H200
 (benchmarks/results/nvidia-h200.txt)."""
 
-_ELEMENT_BYTES = {"i1": 1, "i8": 1, "i16": 2, "f16": 2, "bf16": 2, "i32": 4, "f32": 4}
-
-
-def _element_bytes(ref: SSAValue) -> int:
-    t = ref.type
-    assert isinstance(t, MemRefType)
-    return _ELEMENT_BYTES.get(str(t.get_element_type()), 8)
-
-
 def _lanes(refs: Sequence[SSAValue]) -> int:
     """Consecutive elements a thread takes per trip (1: no lanes version)."""
     if not refs:
@@ -246,21 +238,22 @@ def _lanes_fit(
     strides multiples of `lanes` and its base aligned to `lanes` elements, so
     lane 0's address is always a multiple of the vector's size. (A memref
     broadcast along the innermost dim reads one element for all lanes.)"""
-    zero, one = e.const(0, INDEX), e.const(1, INDEX)
+    one = e.const(1, INDEX)
     count = e.const(lanes, INDEX)
-
-    def divisible(v: SSAValue, by: SSAValue) -> SSAValue:
-        return e.add(arith.CmpiOp(e.add(arith.RemUIOp(v, by)), zero, "eq"))
-
-    fit = divisible(sizes[-1], count)
+    fit = _divisible(e, sizes[-1], count)
     for (ref, strides), bcast in zip(mems, broadcast_last, strict=True):
         if bcast:
             continue
         fit = e.add(arith.AndIOp(fit, e.add(arith.CmpiOp(strides[-1], one, "eq"))))
         for s in strides[:-1]:
-            fit = e.add(arith.AndIOp(fit, divisible(s, count)))
+            fit = e.add(arith.AndIOp(fit, _divisible(e, s, count)))
         fit = e.add(arith.AndIOp(fit, _aligned(e, ref, lanes * _element_bytes(ref))))
     return fit
+
+
+def _divisible(e: _Emitter, v: SSAValue, by: SSAValue) -> SSAValue:
+    """An i1: index `v` is a multiple of `by`."""
+    return e.add(arith.CmpiOp(e.add(arith.RemUIOp(v, by)), e.const(0, INDEX), "eq"))
 
 
 def _aligned(e: _Emitter, ref: SSAValue, nbytes: int) -> SSAValue:
@@ -271,8 +264,7 @@ def _aligned(e: _Emitter, ref: SSAValue, nbytes: int) -> SSAValue:
     `ld.global` instead of the read-only `ld.global.nc`: on an H200 both ran
     the 2^24 LSTM tail in 114 us (benchmarks/results/nvidia-h200.txt)."""
     address = e.add(memref.ExtractAlignedPointerAsIndexOp.get(ref))
-    rest = e.add(arith.RemUIOp(address, e.const(nbytes, INDEX)))
-    return e.add(arith.CmpiOp(rest, e.const(0, INDEX), "eq"))
+    return _divisible(e, address, e.const(nbytes, INDEX))
 
 
 def _lanes_loop(

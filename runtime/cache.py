@@ -20,8 +20,8 @@ devices of one arch share the entry.
 The directory is created 0700; one owned by another user or writable by others
 is not used (memory-only cache, one warning), nor is one that cannot be created:
 either way fusion stays on. Writes go to a temporary file renamed into place; a
-file lock per key (`fusec.runtime.file_lock`) makes concurrent processes build a kernel once, and a lock per
-key does the same for threads. A lock held longer than `lock_timeout` seconds
+file lock per key (`fusec.runtime.file_lock`) makes concurrent processes build a
+kernel once, and a lock per key does the same for threads. A lock held longer than `lock_timeout` seconds
 (`$FUSEC_CACHE_LOCK_TIMEOUT`, default 5) is logged and the kernel is compiled
 without the disk cache; `.tmp` files of killed writers are removed.
 """
@@ -290,6 +290,7 @@ def group_text(group: GroupOp) -> str:
     kernel's entry keeps, so that a process that loads the kernel by key can
     build its tiled variant (`fusec.codegen.TILED_CPU`) on first need."""
     from fusec.dialects.fusion import GroupOp
+    from fusec.ir_text import generic_text
     from xdsl.dialects import func
     from xdsl.dialects.builtin import ModuleOp
     from xdsl.ir import Block, Region
@@ -302,8 +303,6 @@ def group_text(group: GroupOp) -> str:
     block.add_ops([clone, func.ReturnOp(*clone.results)])
     types = ([v.type for v in group.operands], list(group.result_types))
     fn = func.FuncOp("group", types, Region(block))
-    from fusec.ir_text import generic_text
-
     return generic_text(ModuleOp([fn]))
 
 

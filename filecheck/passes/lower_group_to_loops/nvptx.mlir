@@ -27,7 +27,8 @@
 // CHECK-NEXT:    scf.if %[[FITS]] {
 // CHECK:           %[[C4:.*]] = arith.constant 4 : index
 // CHECK-NEXT:      %[[N1R:.*]] = arith.remui %[[N1]], %[[C4]] : index
-// CHECK-NEXT:      %[[L1:.*]] = arith.cmpi eq, %[[N1R]], %{{.*}} : index
+// CHECK-NEXT:      %[[ZERO:.*]] = arith.constant 0 : index
+// CHECK-NEXT:      %[[L1:.*]] = arith.cmpi eq, %[[N1R]], %[[ZERO]] : index
 // CHECK-NEXT:      %[[XUNIT:.*]] = arith.cmpi eq, %[[XS1]], %{{.*}} : index
 // CHECK-NEXT:      %[[L2:.*]] = arith.andi %[[L1]], %[[XUNIT]] : i1
 // CHECK-NEXT:      %[[XS0R:.*]] = arith.remui %[[XS0]], %[[C4]] : index
