@@ -82,8 +82,19 @@ def dtype_name(t: Attribute) -> str:
 
 
 def compute_type(t: Attribute) -> Attribute:
-    """Half types compute in f32 (as PyTorch's CPU kernels and Inductor do)."""
-    return F32 if t in (F16, BF16) else t
+    """Half types compute in f32 (as PyTorch's CPU kernels and Inductor do);
+    uint8 in i32, zero-extended (arith's integers are signless, and every
+    signed i32 op but a wrap gives the unsigned result on values 0..255), each
+    result wrapped back to 0..255 as uint8 arithmetic wraps (`wrap_u8`)."""
+    if t in (F16, BF16):
+        return F32
+    return inf.I32 if t == inf.U8 else t
+
+
+def storage_type(t: Attribute) -> Attribute:
+    """The element type of a kernel's memref for a tensor of element type `t`:
+    uint8 is stored as (signless) i8, the others as they are."""
+    return inf.I8 if t == inf.U8 else t
 
 
 def is_floating(t: Attribute) -> bool:
@@ -160,6 +171,29 @@ class _Emitter:
             return self.add(arith.ConstantOp(IntegerAttr(int(value), t)))
         return self.add(arith.ConstantOp(FloatAttr(float(value), t)))
 
+    def wrap_u8(self, v: SSAValue) -> SSAValue:
+        """An i32 computed for a uint8 result, wrapped to 0..255 (`v & 255`)."""
+        return self.add(arith.AndIOp(v, self.const(255, inf.I32)))
+
+    def load(self, ref: SSAValue, offsets: Sequence[SSAValue], et: Attribute) -> SSAValue:
+        """An element of `ref` (a tensor of element type `et`) as a compute-typed
+        value: halves widened to f32, uint8 zero-extended to i32."""
+        loaded = self.add(memref.LoadOp.get(ref, offsets))
+        if et in (F16, BF16):
+            return self.add(arith.ExtFOp(loaded, F32))
+        if et == inf.U8:
+            return self.add(arith.ExtUIOp(loaded, inf.I32))
+        return loaded
+
+    def store(self, v: SSAValue, ref: SSAValue, offsets: Sequence[SSAValue], et: Attribute) -> None:
+        """Stores a value as element type `et` (`load`'s inverse)."""
+        v = self.cast(v, compute_type(et))
+        if et in (F16, BF16):
+            v = self.add(arith.TruncFOp(v, et))
+        elif et == inf.U8:
+            v = self.add(arith.TruncIOp(v, inf.I8))
+        self.add(memref.StoreOp.get(v, ref, offsets))
+
     def to_bool(self, v: SSAValue) -> SSAValue:
         t = v.type
         if t == BOOL:
@@ -171,8 +205,10 @@ class _Emitter:
 
     def cast(self, v: SSAValue, to: Attribute) -> SSAValue:
         """PyTorch's `to(dtype)` between compute types (f16/bf16 are rounded by
-        a trip through the storage type)."""
+        a trip through the storage type, uint8 wraps to 0..255 in i32)."""
         frm = v.type
+        if to == inf.U8:
+            return self.wrap_u8(self.cast(v, inf.I32))
         if to in (F16, BF16):
             narrow = self.cast(v, F32) if frm != F32 else v
             rounded = self.add(arith.TruncFOp(narrow, to))
@@ -367,8 +403,24 @@ def _floor_div(e: _Emitter, a: SSAValue, b: SSAValue) -> SSAValue:
     return e.add(arith.SelectOp(b_zero, e.add(arith.DivfOp(a, b)), res))
 
 
+def _operand_type(t: Attribute) -> Attribute:
+    """What an op of common dtype `t` converts its operands to: its compute
+    type, or for uint8 (in i32) the operand wrapped to 0..255, as PyTorch
+    converts a Python-scalar operand: `x_u8 // -3` divides by 253."""
+    return t if t == inf.U8 else compute_type(t)
+
+
 def emit_pointwise(e: _Emitter, op: Operation, args: Sequence[SSAValue]) -> SSAValue:
     """The scalar computation of one `aten` pointwise op on compute-typed values."""
+    res = _emit_pointwise(e, op, args)
+    res_t = op.results[0].type
+    assert isinstance(res_t, TensorType)
+    if res_t.get_element_type() == inf.U8 and op.name != "aten.to":  # `to` has wrapped
+        return e.wrap_u8(res)
+    return res
+
+
+def _emit_pointwise(e: _Emitter, op: Operation, args: Sequence[SSAValue]) -> SSAValue:
     res_t = op.results[0].type
     assert isinstance(res_t, TensorType)
     ct = compute_type(res_t.get_element_type())
@@ -376,7 +428,7 @@ def emit_pointwise(e: _Emitter, op: Operation, args: Sequence[SSAValue]) -> SSAV
     if name in _CMPF:
         dtype = inf.result_dtype([o.type for o in op.operands])
         common = compute_type(dtype)
-        a, b = (e.cast(v, common) for v in _round_scalars(e, op, args, dtype))
+        a, b = (e.cast(v, _operand_type(dtype)) for v in _round_scalars(e, op, args, dtype))
         if is_floating(common):
             return e.add(arith.CmpfOp(a, b, _CMPF[name]))
         return e.add(arith.CmpiOp(a, b, (_CMPU if common == BOOL else _CMPI)[name]))
@@ -387,9 +439,10 @@ def emit_pointwise(e: _Emitter, op: Operation, args: Sequence[SSAValue]) -> SSAV
         return e.add(cls(a, b))
     if name == "aten.logical_not":
         return e.add(arith.XOrIOp(e.to_bool(args[0]), e.const(1, BOOL)))
+    et = _operand_type(res_t.get_element_type())
     if name == "aten.where":
         cond = e.to_bool(args[0])
-        return e.add(arith.SelectOp(cond, e.cast(args[1], ct), e.cast(args[2], ct)))
+        return e.add(arith.SelectOp(cond, e.cast(args[1], et), e.cast(args[2], et)))
     if name == "aten.to":
         return e.cast(args[0], res_t.get_element_type())
     if name == "aten.full_like":
@@ -398,7 +451,7 @@ def emit_pointwise(e: _Emitter, op: Operation, args: Sequence[SSAValue]) -> SSAV
         return e.const(bool(value) if ct == BOOL else value, ct)
     if name != "aten.pow":  # pow takes its scalar exponent at full precision
         args = _round_scalars(e, op, args, res_t.get_element_type())
-    xs = [e.cast(v, ct) for v in args]
+    xs = [e.cast(v, et) for v in args]
     fl = is_floating(ct)
     x = xs[0]
     match name:
@@ -537,7 +590,7 @@ def _plan(block: Block) -> _Plan:
 
 
 def _check_dtype(t: Attribute) -> None:
-    if t not in (BOOL, inf.I8, inf.I16, inf.I32, inf.I64, F16, BF16, F32, F64):
+    if t not in (BOOL, inf.U8, inf.I8, inf.I16, inf.I32, inf.I64, F16, BF16, F32, F64):
         raise DiagnosticException(f"lower-group-to-loops: dtype {t} is not supported")
 
 
@@ -630,7 +683,7 @@ def build_loop_kernel(
             )
         et = t.get_element_type()
         _check_dtype(et)
-        mem_types.append(MemRefType(et, [DYN]))
+        mem_types.append(MemRefType(storage_type(et), [DYN]))
         out_specs.append(OutputSpec(dtype_name(et), tuple(t.get_shape())))
     for mt in mem_types:
         arg_types += [mt] + [INDEX] * lrank
@@ -666,10 +719,8 @@ def build_loop_kernel(
         """The group's body at one index: loads (of `refs`), pointwise ops, stores."""
         vals: dict[SSAValue, SSAValue] = {}
         for v, k in plan.operand_of.items():
-            ref = refs[k]
-            loaded = b.add(memref.LoadOp.get(ref, [offsets[k]]))
             et = v.type.get_element_type()  # type: ignore[attr-defined]
-            vals[v] = b.add(arith.ExtFOp(loaded, F32)) if et in (F16, BF16) else loaded
+            vals[v] = b.load(refs[k], [offsets[k]], et)
         for v, k in plan.scalar_of.items():
             vals[v] = scalar_args[k]
         for op in body.ops:
@@ -701,12 +752,8 @@ def build_loop_kernel(
             store = memref.StoreOp.get(b.const(1, inf.I8), zero_division_flag(), [c0])
             b.add(scf.IfOp(hit, [], [store, scf.YieldOp()]))
         for k, (v, t) in enumerate(zip(out_values, outs, strict=True)):
-            et = t.get_element_type()  # type: ignore[attr-defined]
-            val = b.cast(vals[v], compute_type(et))
-            if et in (F16, BF16):
-                val = b.add(arith.TruncFOp(val, et))
             j = len(plan.operands) + k
-            b.add(memref.StoreOp.get(val, refs[j], [offsets[j]]))
+            b.store(vals[v], refs[j], [offsets[j]], t.get_element_type())  # type: ignore[attr-defined]
 
     lanes = 1
     if gpu:
@@ -787,9 +834,9 @@ def finish_kernel(
 
 
 def _storage_type(dtype: str, body: Block) -> Attribute:
-    for t in (BOOL, inf.I8, inf.I16, inf.I32, inf.I64, F16, BF16, F32, F64):
+    for t in (BOOL, inf.U8, inf.I8, inf.I16, inf.I32, inf.I64, F16, BF16, F32, F64):
         if str(t) == dtype:
-            return t
+            return storage_type(t)
     raise DiagnosticException(f"lower-group-to-loops: dtype {dtype} is not supported")
 
 

@@ -34,7 +34,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from fusec.dialects import aten
-from fusec.dialects.inference import BF16, BOOL, F16, F32
+from fusec.dialects.inference import BOOL
 from fusec.passes.lower_group_to_loops import (
     _VIEW_OPS,
     DYN,
@@ -52,6 +52,7 @@ from fusec.passes.lower_group_to_loops import (
     finish_kernel,
     is_floating,
     kernel_entry,
+    storage_type,
 )
 from fusec.passes.lower_reduction_gpu import WarpRows
 from fusec.passes.reduction_domain import Domain, is_reduction, keeps_dims
@@ -307,7 +308,7 @@ def build_reduction_kernel(
         assert isinstance(t, TensorType)
         et = t.get_element_type()
         _check_dtype(et)
-        mem_types.append(MemRefType(et, [DYN]))
+        mem_types.append(MemRefType(storage_type(et), [DYN]))
         out_specs.append(OutputSpec(dtype_name(et), tuple(t.get_shape())))
     for mt in mem_types:
         arg_types += [mt] + [INDEX] * lrank
@@ -334,9 +335,7 @@ def build_reduction_kernel(
 
     def load(em: _Emitter, v: SSAValue, offsets: Sequence[SSAValue]) -> SSAValue:
         k = plan.operand_of[v]
-        loaded = em.add(memref.LoadOp.get(mems[k][0], [offsets[k]]))
-        et = v.type.get_element_type()  # type: ignore[attr-defined]
-        return em.add(arith.ExtFOp(loaded, F32)) if et in (F16, BF16) else loaded
+        return em.load(mems[k][0], [offsets[k]], v.type.get_element_type())  # type: ignore[attr-defined]
 
     def step(em: _Emitter, offs: Sequence[SSAValue], iv: SSAValue, d: int) -> list[SSAValue]:
         # `offs` may hold several lanes' offsets (blocked kept dim), mems repeating.
@@ -347,13 +346,8 @@ def build_reduction_kernel(
         ]
 
     def store(em: _Emitter, k: int, val: SSAValue, offsets: Sequence[SSAValue]) -> None:
-        t = outs[k]
-        et = t.get_element_type()  # type: ignore[attr-defined]
-        val = em.cast(val, compute_type(et))
-        if et in (F16, BF16):
-            val = em.add(arith.TruncFOp(val, et))
         j = len(plan.operands) + k
-        em.add(memref.StoreOp.get(val, mems[j][0], [offsets[j]]))
+        em.store(val, mems[j][0], [offsets[j]], outs[k].get_element_type())  # type: ignore[attr-defined]
 
     zero_offs = [c0 for _ in mems]
     stages = _stages(body)

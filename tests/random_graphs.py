@@ -2,7 +2,7 @@
 
 `generate(seed)` gives a `RandomGraph`: the Python source of a function of 1-4
 tensors with 2-30 pointwise ops (broadcasting, mixed dtypes f32/f64/f16/bf16/
-int/bool, views: transpose, slicing, unsqueeze, `x[None]`, `expand_as`, chunk
+int/uint8/bool, views: transpose, slicing, unsqueeze, `x[None]`, `expand_as`, chunk
 pieces; in-place ops, also through views and on inputs; no-op casts; integer
 division, by zero too; Python-scalar operands, comparisons of half tensors with
 Python floats), and input makers for several calls: two at the example shape,
@@ -35,7 +35,7 @@ import torch.nn.functional as F
 
 FLOATS = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
 HALVES = (torch.float16, torch.bfloat16)
-INTS = (torch.int64, torch.int32)
+INTS = (torch.int64, torch.int32, torch.uint8)
 INPUT_DTYPES = (
     (torch.float32, 6),
     (torch.float64, 2),
@@ -43,6 +43,7 @@ INPUT_DTYPES = (
     (torch.bfloat16, 2),
     (torch.int64, 2),
     (torch.int32, 1),
+    (torch.uint8, 1),
     (torch.bool, 1),
 )
 LAYOUTS = ("contiguous", "contiguous", "contiguous", "transposed", "sliced", "expanded")
@@ -159,6 +160,8 @@ class _Builder:
         if not isinstance(result, torch.Tensor) or result.numel() > 4096:
             return False
         halfy = any(d.halfy for d in deps) or (result.dtype in HALVES and not exact)
+        if result.dtype == torch.uint8:  # wraps to 0..255 whatever it computed
+            bound = 255.0
         if in_place is not None:
             self.lines.append(f"    {expr}")
             in_place.halfy = in_place.halfy or halfy or (in_place.dtype in HALVES and not exact)
@@ -277,7 +280,9 @@ def _op(b: _Builder) -> bool:
             return b.emit(f"{n}.{fn}({other})", True, 1.0)
         return b.emit(f"({n} {op} {other})", True, 1.0)
     if kind == "cast":
-        to = rnd.choice(["float", "double", "half", "bfloat16", "int", "long", "bool", "to(torch.float32)", "to(torch.int64)"])
+        to = rnd.choice(["float", "double", "half", "bfloat16", "int", "long", "bool", "to(torch.float32)", "to(torch.int64)", "to(torch.uint8)"])
+        if to == "to(torch.uint8)" and fl:  # C++'s float -> uint8 is undefined out of range
+            return False
         if to in ("int", "long", "to(torch.int64)") and fl and (x.nan or x.bound > 1e6 or not _comparable(x)):
             return False
         if to == "bool" and fl and not _comparable(x):
@@ -287,7 +292,7 @@ def _op(b: _Builder) -> bool:
         target = {"float": torch.float32, "double": torch.float64, "half": torch.float16,
                   "bfloat16": torch.bfloat16, "int": torch.int32, "long": torch.int64,
                   "bool": torch.bool, "to(torch.float32)": torch.float32,
-                  "to(torch.int64)": torch.int64}[to]  # fmt: skip
+                  "to(torch.int64)": torch.int64, "to(torch.uint8)": torch.uint8}[to]  # fmt: skip
         # A cast to a half type rounds exactly as eager; from one it is exact.
         exact = x.exact or (target in HALVES and x.dtype in (torch.float32, torch.float64))
         bound = 1.0 if target == torch.bool else x.bound
@@ -417,7 +422,7 @@ def generate(seed: int) -> RandomGraph:
     for name, spec in zip(names, specs, strict=True):
         ex = spec.make(full, graph_rng)
         b.env[name] = ex
-        b.values.append(Value(name, ex, True, 3.0))
+        b.values.append(Value(name, ex, True, 255.0 if ex.dtype == torch.uint8 else 3.0))
     n_ops = rnd.randint(2, 30)
     tries = 0
     while len(b.lines) < n_ops and tries < n_ops * 20:

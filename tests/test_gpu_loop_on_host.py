@@ -41,7 +41,7 @@ THREADS, BLOCKS = 3, 2
 """The emulated grid: 6 threads, so every loop strides."""
 
 _TYPES = {torch.float32: "f32", torch.float64: "f64", torch.float16: "f16", torch.int8: "i8",
-          torch.bool: "i1"}  # fmt: skip
+          torch.uint8: "ui8", torch.bool: "i1"}  # fmt: skip
 
 
 def _tensor_type(shape: tuple[int, ...], dtype: torch.dtype) -> str:
@@ -144,7 +144,7 @@ def run(
 
 
 def _sentinel(dtype: torch.dtype) -> float | int | bool:
-    return {torch.int8: -128, torch.bool: True}.get(dtype, float("nan"))
+    return {torch.int8: -128, torch.uint8: 171, torch.bool: True}.get(dtype, float("nan"))
 
 
 def untouched(out: torch.Tensor) -> bool:
@@ -152,7 +152,7 @@ def untouched(out: torch.Tensor) -> bool:
     return bool(out.isnan().all() if sentinel != sentinel else (out == sentinel).all())
 
 
-DTYPES = [torch.float32, torch.float64, torch.float16, torch.int8]
+DTYPES = [torch.float32, torch.float64, torch.float16, torch.int8, torch.uint8]
 
 
 def expected(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -163,7 +163,7 @@ def expected(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 
 def check(got: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> None:
     want = expected(x, y)
-    if x.dtype == torch.int8:
+    if x.dtype in (torch.int8, torch.uint8):  # uint8: x * y + x wraps
         assert torch.equal(got, want)
     elif x.dtype == torch.float16:
         torch.testing.assert_close(got, want, rtol=1e-3, atol=1e-3)

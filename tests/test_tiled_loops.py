@@ -140,9 +140,9 @@ BLOCK_DTYPES = [
     torch.int64,
     torch.int16,
     torch.int8,
+    torch.uint8,
 ]
-"""Every dtype a CPU kernel computes in but bool (uint8 kernels are not built
-at all: `lower-group-to-loops` refuses them and the group runs eagerly)."""
+"""Every dtype a CPU kernel computes in but bool."""
 
 
 def _distinct(shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
@@ -166,6 +166,7 @@ def test_block_transpose_every_dtype_and_width(monkeypatch, dtype, bits):
     monkeypatch.setattr(fusec.llvm_jit, "host_vector_width", lambda: bits)
     monkeypatch.setitem(test_codegen.DT, torch.int8, inference.I8)
     monkeypatch.setitem(test_codegen.DT, torch.int16, inference.I16)
+    monkeypatch.setitem(test_codegen.DT, torch.uint8, inference.U8)
     probe = [_distinct((8, 8), dtype).t(), _distinct((8, 8), dtype)]
     group = make_group(probe, lambda b, x, y: b.AddOp(x, y))
     kernel = cpu.CpuKernel(build_kernel(group, TILED_CPU))

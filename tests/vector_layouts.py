@@ -23,6 +23,8 @@ def vector_layouts(
     def r(*shape: int) -> torch.Tensor:
         if dtype == torch.int8:
             return torch.randint(-9, 9, shape, dtype=dtype, device=device)
+        if dtype == torch.uint8:
+            return torch.randint(0, 256, shape, dtype=dtype, device=device)
         return torch.randn(*shape, device=device).to(dtype)
 
     n = rows * cols

@@ -52,3 +52,25 @@ func.func @ops(%x: tensor<4xf32>, %i: tensor<4xi32>) -> (tensor<4xf32>, tensor<4
   %1 = aten.div %i, %i rounding_mode = "floor" : tensor<4xi32>, tensor<4xi32> -> tensor<4xi32>
   func.return %0, %1 : tensor<4xf32>, tensor<4xi32>
 }
+
+// -----
+
+// uint8 is stored as i8 and computed in i32: loads zero-extend, an operand is
+// wrapped to uint8 (`& 255`: a scalar as PyTorch converts it, `x + -3` adds
+// 253; a loaded one already is, which LLVM folds), so is each uint8 result,
+// and the store truncates.
+// CHECK-LABEL: func.func @u8(
+// CHECK-SAME:    %[[X:[^:]*]]: memref<?xi8>, %{{.*}}: index, %[[O:[^:]*]]: memref<?xi8>, %{{.*}}: index, %[[S:[^:]*]]: i64)
+// CHECK:         %[[L:.*]] = memref.load %[[X]]
+// CHECK:         %[[W:.*]] = arith.extui %[[L]] : i8 to i32
+// CHECK:         %[[WW:.*]] = arith.andi %[[W]], %{{.*}} : i32
+// CHECK:         %[[ST:.*]] = arith.trunci %[[S]] : i64 to i32
+// CHECK:         %[[SW:.*]] = arith.andi %[[ST]], %{{.*}} : i32
+// CHECK:         %[[SUM:.*]] = arith.addi %[[WW]], %[[SW]] : i32
+// CHECK:         %[[R:.*]] = arith.andi %[[SUM]], %{{.*}} : i32
+// CHECK:         %[[T:.*]] = arith.trunci %[[R]] : i32 to i8
+// CHECK:         memref.store %[[T]], %[[O]]
+func.func @u8(%x: tensor<5xui8>, %s: i64) -> tensor<5xui8> attributes {fusion.kernel} {
+  %0 = aten.add %x, %s : tensor<5xui8>, i64 -> tensor<5xui8>
+  func.return %0 : tensor<5xui8>
+}
