@@ -26,7 +26,10 @@ graph keeps fusec's checks.
 
 When autograd records the region (grad mode on and an input or parameter that
 requires grad), the graph goes through AOTAutograd instead, and fusec compiles
-its forward and backward ATen graphs (`fusec.training`).
+its forward and backward ATen graphs (`fusec.training`). So does a region that
+runs a functorch transform (`torch.vmap`, `torch.func.grad`/`jvp`): its ops see
+wrapped tensors (batched, dual, grad-tracking) that only the transform knows how
+to run, and AOTAutograd traces through it to plain ATen ops, as for Inductor.
 
 `import fusec` registers the backend under the name "fusec" (when Dynamo's
 registry is imported, so importing fusec stays cheap); the `torch_dynamo_backends`
@@ -89,7 +92,7 @@ def compile_graph(
     try:
         from fusec.training import dynamo_backend, needs_autograd
 
-        if needs_autograd(example_inputs, gm):
+        if needs_autograd(example_inputs, gm) or runs_transform(gm):
             # AOTAutograd: fusec compiles the forward and backward ATen graphs.
             return dynamo_backend(gm, example_inputs, CompileOptions(**opts)), None
         fn = compile(gm, example_inputs, **opts)
@@ -102,6 +105,20 @@ def compile_graph(
         _GRAPHS[:] = [r for r in _GRAPHS if r() is not None]
         _GRAPHS.append(weakref.ref(fn))
     return _static_call(gm, example_inputs, fn), fn
+
+
+_TRANSFORM_MODULES = ("torch._functorch.", "torch._C._functorch")
+
+
+def runs_transform(gm: torch.fx.GraphModule) -> bool:
+    """Whether `gm` runs a functorch transform: Dynamo keeps a `vmap`'s
+    `_add_batch_dim`/`_vmap_increment_nesting` (a `grad`'s, `jvp`'s alike)
+    as calls in the graph, between which tensors are wrapped."""
+    return any(
+        node.op == "call_function"
+        and str(getattr(node.target, "__module__", None)).startswith(_TRANSFORM_MODULES)
+        for node in gm.graph.nodes
+    )
 
 
 def _static_call(

@@ -210,3 +210,35 @@ def test_symbolic_sizes_check_only_what_varies_with_sizes():
         (torch.randn(6, 4), torch.randn(6, 1)),  # pieces of size 1: they broadcast
     ):
         torch.testing.assert_close(f(*new), lstm_tail(*new))
+
+
+TRANSFORMS = {
+    "vmap": (lambda x, y: torch.vmap(lambda a, b: (a.sigmoid() * b + a).tanh())(x, y)),
+    "grad": (lambda x, y: torch.func.grad(lambda a: (a.sin() * a * y).sum())(x)),
+    "jvp": (lambda x, y: torch.func.jvp(lambda a: a.sin() * a, (x,), (y,))),
+}
+
+
+@pytest.mark.parametrize("name", list(TRANSFORMS))
+def test_functorch_transforms_go_through_aot_autograd(name: str) -> None:
+    """Inside a transform, the graph's tensors are wrapped (batched, dual or
+    grad-tracking): compiled as they are, a kernel met a `BatchedTensorImpl`
+    and the call fell back to eager with a warning. AOTAutograd traces through
+    the transform to plain ATen ops, which fuse."""
+    from fusec.backend import runs_transform
+    from fusec.training import clear_compiled_graphs, compiled_graphs
+
+    fn = TRANSFORMS[name]
+    x, y = torch.randn(4, 64), torch.randn(4, 64)
+    torch._dynamo.reset()
+    clear_compiled_graphs()
+    rec = Recorder()
+    with torch.no_grad() if name == "vmap" else torch.enable_grad():
+        got = torch.compile(fn, backend=rec)(x, y)
+    want = fn(x, y)
+    for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,), strict=True):
+        torch.testing.assert_close(g, w)
+    assert rec.modules and all(runs_transform(gm) for gm in rec.modules)
+    assert rec.graphs == [None] * len(rec.modules)  # compiled through AOTAutograd
+    assert sum(g.launches_per_call for g in compiled_graphs()) >= 1
+    assert not runs_transform(torch.fx.symbolic_trace(tail))
