@@ -114,10 +114,34 @@ def _user_stack_trace(frame: Any) -> str:
     return "".join(traceback.StackSummary.from_list(frames).format()).strip()
 
 
+def _hooked(module: torch.nn.Module) -> str | None:
+    """The first module of `module`'s tree with forward or backward hooks (or
+    "global" for hooks on every module), or None."""
+    from torch.nn.modules import module as nn_module
+
+    if nn_module._global_forward_hooks or nn_module._global_forward_pre_hooks:
+        return "global"
+    if nn_module._global_backward_hooks or nn_module._global_backward_pre_hooks:
+        return "global"
+    for name, m in module.named_modules():
+        if m._forward_hooks or m._forward_pre_hooks or m._backward_hooks or m._backward_pre_hooks:
+            return name or type(module).__name__
+    return None
+
+
 def trace(fn_or_module: Any) -> torch.fx.GraphModule:
-    """A GraphModule for a GraphModule, an `nn.Module` or a function (symbolic trace)."""
+    """A GraphModule for a GraphModule, an `nn.Module` or a function (symbolic trace).
+
+    A module with hooks is not traced: the trace would run a hook once, when
+    tracing (a submodule's) or never (the module's own), where eager runs it on
+    every call; `torch.compile(backend="fusec")` keeps them (Dynamo traces them)."""
     if isinstance(fn_or_module, torch.fx.GraphModule):
         return fn_or_module
+    if isinstance(fn_or_module, torch.nn.Module) and (where := _hooked(fn_or_module)):
+        raise UnsupportedGraph(
+            f"{type(fn_or_module).__name__} has forward or backward hooks ({where}), which a "
+            "traced graph would not run on every call; torch.compile(backend='fusec') runs them"
+        )
     try:
         # Stack traces let logs and explanations name the user's source lines.
         tracer = _UserFrameTracer()

@@ -199,3 +199,40 @@ def test_a_compiler_failure_runs_the_original_once(monkeypatch):
     f(x)
     assert len(attempts) == 1 and f.launches_per_call == 0
     torch.testing.assert_close(x, torch.full((3,), 2.0))
+
+
+@pytest.mark.parametrize("where", ["root", "submodule", "pre", "global"])
+def test_modules_with_hooks_run_eagerly_and_every_hook_runs(where: str) -> None:
+    """A trace runs a submodule's hook once, when tracing, and the module's own
+    never, where eager runs each on every call: such a module runs eagerly,
+    with a warning that says why."""
+    model = nn.Sequential(nn.Linear(8, 8), nn.Tanh(), nn.Linear(8, 8))
+    calls: list[int] = []
+
+    def hook(module: nn.Module, args: object, out: torch.Tensor) -> torch.Tensor:
+        calls.append(1)
+        return out * 2
+
+    def pre(module: nn.Module, args: tuple[torch.Tensor, ...]) -> None:
+        calls.append(1)
+
+    handle = {
+        "root": lambda: model.register_forward_hook(hook),
+        "submodule": lambda: model[1].register_forward_hook(hook),
+        "pre": lambda: model.register_forward_pre_hook(pre),
+        "global": lambda: nn.modules.module.register_module_forward_hook(hook),
+    }[where]()
+    try:
+        x = torch.randn(4, 8)
+        want = model(x)
+        with pytest.warns(UserWarning, match="hooks"):
+            f = fusec.compile(model)
+        for n in (2, 3):
+            torch.testing.assert_close(f(x), want)
+            assert len(calls) == n * (4 if where == "global" else 1)
+        assert f.launches_per_call == 0
+    finally:
+        handle.remove()
+    f = fusec.compile(model)  # no hooks: traced and fused
+    torch.testing.assert_close(f(x), model(x))
+    assert f.launches_per_call >= 1
