@@ -275,6 +275,16 @@ class CompiledFunction:
         path checks only the parts of the key that vary with sizes."""
         self._fast_paths: dict[Any, Callable[[tuple[Any, ...]], Any] | None] = {}
         """Per key, its fast path (None: the key has none), made once."""
+        self.mode_modules: tuple[torch.nn.Module, ...] = ()
+        """For an `nn.Module`: every module of its tree, whose `training` flags
+        the program bakes in (batch norm's statistics, dropout: the trace
+        inlines them, and the import reads a GraphModule's leaf modules);
+        `modes` are those flags."""
+        self.modes: tuple[bool, ...] = ()
+        if gm is not None and isinstance(original, torch.nn.Module):
+            self.mode_modules = tuple(original.modules())
+            self.modes = tuple(m.training for m in self.mode_modules)
+        self._mode_variants: dict[tuple[bool, ...], CompiledFunction] = {self.modes: self}
 
     # ------------------------------------------------------------------ calls
 
@@ -299,6 +309,13 @@ class CompiledFunction:
     def _call(self, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
         """A call through the full path: bind, key, look up (or compile) the
         specialization, run it; installs the fast path of the key it ran."""
+        if self.mode_modules:
+            modes = tuple(m.training for m in self.mode_modules)
+            if modes != self.modes:
+                variant = self._mode_variant(modes)
+                result = variant(*args, **kwargs)
+                self.launches_per_call, self.last = variant.launches_per_call, variant.last
+                return result
         bound = self._bind(args, kwargs)
         if bound is None:
             # Not the traced signature (extra or missing arguments, unknown
@@ -406,6 +423,26 @@ class CompiledFunction:
                 params.append((name, node.args[0] if node.args else _NO_DEFAULT))
             self.__dict__["_params_cache"] = params
         return params or ([] if params == [] else None)
+
+    def _mode_variant(self, modes: tuple[bool, ...]) -> CompiledFunction:
+        """The compiled function of the module traced again in `modes` (its
+        modules' `training` flags now: `model.eval()` after compiling)."""
+        variant = self._mode_variants.get(modes)
+        if variant is None:
+            why = None
+            try:
+                gm: torch.fx.GraphModule | None = trace(self.original)
+            except UnsupportedGraph as e:
+                warn_user(f"fusec: running eagerly: {e}")
+                gm, why = None, str(e)
+            variant = CompiledFunction(gm, self.original, self.options)
+            if gm is not None and variant.modes != modes:  # flipped while tracing
+                variant.mode_modules, variant.gm = (), None
+                why = "the module's modes changed while it was traced"
+            variant.untraceable = why
+            variant._mode_variants = self._mode_variants
+            self._mode_variants[modes] = variant
+        return variant
 
     def _variant_for(self, bound: Sequence[Any]) -> CompiledFunction:
         """The compiled function for a call whose arguments include None: the

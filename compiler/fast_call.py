@@ -54,6 +54,11 @@ its dtypes, devices, tensor types, requires_grad and grad mode: its fast path
 checks, inline, only the key's shape parts (rank, size-1 dims, contiguity, the
 classes of sizes), and has no `SEEN`.
 
+A module's program reads the `training` flags of its modules' tree the trace
+baked in (`CompiledFunction.modes`): the fast path checks them
+(`M0.training is T0 and ...`), and a call after `model.eval()` takes the full
+path, which traces the module again in its new modes.
+
 A program without kernels (every op left to ATen) runs as the original
 function (`ORIGINAL(a0, a1)`, no host program): the call then costs what eager
 costs plus the checks.
@@ -230,6 +235,12 @@ def fast_path(
         elif tensors:
             lines.append(f"    if not (SEEN.check({listed}) or checked({listed})):")
             lines.append("        return MISS")
+    if owner.mode_modules and not trusted and program.launches:
+        # `model.eval()` after compiling: the program baked the modes in.
+        for k, (m, t) in enumerate(zip(owner.mode_modules, owner.modes, strict=True)):
+            env[f"M{k}"], env[f"T{k}"] = m, t
+        modes = " and ".join(f"M{k}.training is T{k}" for k in range(len(owner.modes)))
+        lines += [f"    if not ({modes}):", "        return MISS"]
     if grad and owner._parameters:
         for k, p in enumerate(owner._parameters):
             env[f"P{k}"] = p

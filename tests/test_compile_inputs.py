@@ -236,3 +236,36 @@ def test_modules_with_hooks_run_eagerly_and_every_hook_runs(where: str) -> None:
     f = fusec.compile(model)  # no hooks: traced and fused
     torch.testing.assert_close(f(x), model(x))
     assert f.launches_per_call >= 1
+
+
+def _bn_model() -> nn.Module:
+    return nn.Sequential(nn.Linear(8, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Dropout(0.5))
+
+
+@pytest.mark.parametrize("graph_module", [False, True])
+def test_train_and_eval_after_compiling_follow_the_modules_modes(graph_module: bool) -> None:
+    """The program bakes in its modules' `training` flags (batch statistics or
+    running ones, dropout or not): `model.eval()` after compiling, a frozen
+    batch norm, and back to `train()` each get the program of their modes."""
+    import copy
+
+    torch.manual_seed(0)
+    eager = _bn_model()
+    model = torch.fx.symbolic_trace(copy.deepcopy(eager)) if graph_module else copy.deepcopy(eager)
+    f = fusec.compile(model)
+    x = torch.randn(16, 8)
+
+    def both(seed: int) -> None:
+        torch.manual_seed(seed)
+        want = eager(x)
+        torch.manual_seed(seed)
+        torch.testing.assert_close(f(x), want)
+        torch.testing.assert_close(model.get_submodule("1").running_mean, eager[1].running_mean)
+
+    for step, mode in enumerate(["train", "eval", "eval", "train", "frozen_bn", "frozen_bn", "eval"]):
+        for m in (eager, model):
+            m.train(mode in ("train", "frozen_bn"))
+            if mode == "frozen_bn":
+                m.get_submodule("1").eval()
+        both(step)
+    assert len(f._mode_variants) == 3
