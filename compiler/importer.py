@@ -1655,7 +1655,9 @@ def _reduction(op_cls: type[Operation]) -> Handler:
 _register(torch.sum, "sum")(_reduction(aten.SumOp))
 _register(torch.mean, "mean")(_reduction(aten.MeanOp))
 
-# Reductions and normalizations (softmax, layer_norm, ...) register from their module.
+# Reductions and normalizations (softmax, layer_norm, ...), activations and
+# rounding ops written out as pointwise ops register from their modules.
+from fusec import import_activations as _import_activations  # noqa: E402, F401
 from fusec import import_normalizations as _import_normalizations  # noqa: E402, F401
 
 # In-place forms (`x.exp_()`, `torch.exp_(x)`, `F.relu_(x)`) map like their

@@ -141,6 +141,16 @@ class _Builder:
         # Prefer recent values: longer chains, more fusion.
         return live[min(len(live) - 1, int(self.rnd.expovariate(0.5)))] if self.rnd.random() < 0.6 else self.rnd.choice(live)
 
+    def _restore(self, saved: dict[str, torch.Tensor]) -> bool:
+        """Undoes what a rejected op wrote (an in-place op may have written before
+        raising); False, for `emit` to return."""
+        for v in self.values:
+            try:
+                v.example.copy_(saved[v.name])
+            except RuntimeError:  # an expanded value cannot be written (nor was it)
+                pass
+        return False
+
     def emit(self, expr: str, exact: bool, bound: float, nan: bool = False, in_place: Value | None = None) -> bool:
         """Runs `expr` on the examples; keeps it (as a new value, or as a write
         to `in_place`) if eager accepts it and it stays a tensor we can compare."""
@@ -151,14 +161,16 @@ class _Builder:
         try:
             result = eval(expr, {"torch": torch, "F": F}, self.env)  # noqa: S307
         except Exception:  # noqa: BLE001 - eager rejects it: choose another op
-            for v in self.values:  # an in-place op may have written before raising
-                try:
-                    v.example.copy_(saved[v.name])
-                except RuntimeError:  # an expanded value cannot be written (nor was it)
-                    pass
-            return False
+            return self._restore(saved)
         if not isinstance(result, torch.Tensor) or result.numel() > 4096:
             return False
+        if result.dtype in HALVES and any(d.dtype != result.dtype for d in deps):
+            # Eager rounds a mixed op (uint8 - bf16) to the half type; fused code
+            # computes it in f32. Its rounding error grows with the operands: keep
+            # them small, as a half type's own inputs are.
+            exact = False
+            if max(d.bound for d in deps) > 64:
+                return self._restore(saved)
         halfy = any(d.halfy for d in deps) or (result.dtype in HALVES and not exact)
         if result.dtype == torch.uint8:  # wraps to 0..255 whatever it computed
             bound = 255.0
