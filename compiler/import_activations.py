@@ -18,7 +18,9 @@ formulas so they fuse with their neighbours:
 Each handler serves the function, the method, the module (`nn.Hardswish`, ...)
 where there is one, and the ATen overload (`aten.hardswish.default`, and the
 in-place `aten.hardtanh_`), so graphs from `torch.compile`, AOTAutograd and
-`torch.export` fuse them alike. Only floating inputs are written out: the
+`torch.export` fuse them alike; so do their backward ops in AOTAutograd's
+backward graphs (`aten.hardswish_backward`, `aten.elu_backward`, ...), with
+ATen's CPU formulas. Only floating inputs are written out: the
 integer forms (`torch.floor` of an int tensor is the identity, `F.relu6` of one
 clamps in integers) stay whole.
 """
@@ -213,6 +215,75 @@ def _clamp_max(ctx: _Importer, x: Any, max: Any) -> SSAValue:
     from fusec.importer import _clamp as clamp
 
     return clamp(ctx, x, None, max)
+
+
+# ------------------------------------------------- their backward ops (AOTAutograd)
+
+
+def _where(ctx: _Importer, cond: SSAValue, a: SSAValue, b: SSAValue) -> SSAValue:
+    return _op(ctx, aten.WhereOp, cond, a, b)
+
+
+@_entry(A.hardtanh_backward.default)
+def _hardtanh_backward(ctx: _Importer, grad: Any, x: Any, min_val: Any, max_val: Any) -> SSAValue:
+    """(x <= min || x >= max) ? 0 : grad."""
+    g, v = ctx.tensor(grad), _float(ctx, x)
+    lo, hi = _c(ctx, ctx.const(min_val)), _c(ctx, ctx.const(max_val))
+    out = _op(ctx, aten.LogicalOrOp, _op(ctx, aten.LeOp, v, lo), _op(ctx, aten.GeOp, v, hi))
+    return _where(ctx, out, ctx.constant(0), g)
+
+
+@_entry(A.hardsigmoid_backward.default)
+def _hardsigmoid_backward(ctx: _Importer, grad: Any, x: Any) -> SSAValue:
+    """(-3 < x < 3) ? grad * (1/6) : 0."""
+    g, v = ctx.tensor(grad), _float(ctx, x)
+    inside = _op(ctx, aten.LogicalAndOp, _op(ctx, aten.GtOp, v, _c(ctx, -3.0)), _op(ctx, aten.LtOp, v, _c(ctx, 3.0)))
+    return _where(ctx, inside, _op(ctx, aten.MulOp, g, _c(ctx, 1.0 / 6.0)), ctx.constant(0))
+
+
+@_entry(A.hardswish_backward.default)
+def _hardswish_backward(ctx: _Importer, grad: Any, x: Any) -> SSAValue:
+    """x < -3 ? 0 : x <= 3 ? grad * (x / 3 + 0.5) : grad."""
+    g, v = ctx.tensor(grad), _float(ctx, x)
+    slope = _op(ctx, aten.AddOp, _op(ctx, aten.DivOp, v, _c(ctx, 3.0)), _c(ctx, 0.5))
+    mid = _where(ctx, _op(ctx, aten.LeOp, v, _c(ctx, 3.0)), _op(ctx, aten.MulOp, g, slope), g)
+    return _where(ctx, _op(ctx, aten.LtOp, v, _c(ctx, -3.0)), ctx.constant(0), mid)
+
+
+@_entry(A.elu_backward.default)
+def _elu_backward(
+    ctx: _Importer, grad: Any, alpha: Any, scale: Any, input_scale: Any, is_result: Any, y: Any
+) -> SSAValue:
+    """y <= 0 ? grad * input_scale * (from the result: y + alpha * scale; from
+    the input: alpha * scale * exp(y * input_scale)) : grad * scale."""
+    g, v = ctx.tensor(grad), _float(ctx, y)
+    a, s, i = (float(ctx.const(c)) for c in (alpha, scale, input_scale))
+    if ctx.const(is_result):
+        neg = _op(ctx, aten.AddOp, v, _c(ctx, a * s))
+    else:
+        neg = _op(ctx, aten.MulOp, _c(ctx, a * s), _op(ctx, aten.ExpOp, _op(ctx, aten.MulOp, v, _c(ctx, i))))
+    neg = _op(ctx, aten.MulOp, _op(ctx, aten.MulOp, g, _c(ctx, i)), neg)
+    return _where(ctx, _op(ctx, aten.LeOp, v, _c(ctx, 0.0)), neg, _op(ctx, aten.MulOp, g, _c(ctx, s)))
+
+
+@_entry(A.softplus_backward.default)
+def _softplus_backward(ctx: _Importer, grad: Any, x: Any, beta: Any, threshold: Any) -> SSAValue:
+    """z = exp(x * beta): x * beta > threshold ? grad : grad * z / (z + 1)."""
+    g, v = ctx.tensor(grad), _float(ctx, x)
+    xb = _op(ctx, aten.MulOp, v, _c(ctx, ctx.const(beta)))
+    z = _op(ctx, aten.ExpOp, xb)
+    soft = _op(ctx, aten.DivOp, _op(ctx, aten.MulOp, g, z), _op(ctx, aten.AddOp, z, _c(ctx, 1.0)))
+    return _where(ctx, _op(ctx, aten.GtOp, xb, _c(ctx, ctx.const(threshold))), g, soft)
+
+
+@_entry(A.mish_backward.default)
+def _mish_backward(ctx: _Importer, grad: Any, x: Any) -> SSAValue:
+    """t = tanh(softplus(x)): grad * (t + x * sigmoid(x) * (1 - t * t))."""
+    g, v = ctx.tensor(grad), _float(ctx, x)
+    t = _op(ctx, aten.TanhOp, _op(ctx, aten.Log1pOp, _op(ctx, aten.ExpOp, v)))
+    one_minus = _op(ctx, aten.SubOp, _c(ctx, 1.0), _op(ctx, aten.MulOp, t, t))
+    inner = _op(ctx, aten.MulOp, _op(ctx, aten.MulOp, v, _op(ctx, aten.SigmoidOp, v)), one_minus)
+    return _op(ctx, aten.MulOp, g, _op(ctx, aten.AddOp, t, inner))
 
 
 def _module(fn: Any, *attrs: str) -> Any:

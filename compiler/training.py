@@ -35,22 +35,18 @@ import torch
 import torch.fx
 from fusec.compiled import CompiledFunction, CompileOptions
 
-# Not `threshold_backward` (relu's): the ATen table imports it as
-# `where(x <= threshold, 0, grad)` with the 0 a constant of the kernel, where its
-# decomposition traces the 0 as an `aten.scalar_tensor` that fusec runs opaque on
-# every call and passes to the kernel as one more guarded input.
+# Not `threshold_backward` (relu's) nor the backward ops of
+# `fusec.import_activations` (hardtanh's, hardsigmoid's, hardswish's, elu's,
+# softplus's, mish's): the ATen table imports them with their zeros constants of
+# the kernel (`where(x <= threshold, 0, grad)`), where their decompositions trace
+# a 0 as an `aten.scalar_tensor` that fusec runs opaque on every call and passes
+# to the kernel as one more guarded input.
 _POINTWISE_BACKWARD_OPS = (
     "sigmoid_backward",
     "tanh_backward",
     "gelu_backward",
     "silu_backward",
-    "hardtanh_backward",
-    "hardsigmoid_backward",
-    "hardswish_backward",
     "leaky_relu_backward",
-    "elu_backward",
-    "softplus_backward",
-    "mish_backward",
     "logit_backward",
 )
 

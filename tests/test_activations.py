@@ -96,3 +96,45 @@ def test_aten_level_overloads_fuse() -> None:
     f = fusec.compile(program)
     torch.testing.assert_close(f(x), model(x))
     assert f.launches_per_call == 3  # each linear's output through its activation
+
+
+ACTIVATIONS = {
+    "hardswish": lambda: nn.Hardswish(),
+    "hardsigmoid": lambda: nn.Hardsigmoid(),
+    "hardtanh": lambda: nn.Hardtanh(-0.5, 0.7),
+    "relu6": lambda: nn.ReLU6(),
+    "elu": lambda: nn.ELU(0.6),
+    "selu": lambda: nn.SELU(),
+    "celu": lambda: nn.CELU(0.7),
+    "softplus": lambda: nn.Softplus(2.0, 3.0),
+    "mish": lambda: nn.Mish(),
+}
+
+
+@pytest.mark.parametrize("name", list(ACTIVATIONS))
+def test_backward_ops_fuse_in_training(name: str) -> None:
+    """AOTAutograd's backward graph keeps `aten.<act>_backward` (not decomposed:
+    a decomposition's `aten.scalar_tensor` zero ran opaque), which imports as
+    pointwise ops with ATen's CPU formula: gradients as eager's, one kernel."""
+    import copy
+
+    from fusec.training import clear_compiled_graphs, compiled_graphs
+
+    torch.manual_seed(0)
+    eager = nn.Sequential(nn.Linear(16, 16), ACTIVATIONS[name](), nn.Linear(16, 16))
+    model = copy.deepcopy(eager)
+    torch._dynamo.reset()
+    clear_compiled_graphs()
+    compiled = torch.compile(model, backend="fusec")
+    x = torch.randn(32, 16) * 3
+    xa, xb = x.clone().requires_grad_(), x.clone().requires_grad_()
+    a, b = eager(xa), compiled(xb)
+    (a * a).sum().backward()
+    (b * b).sum().backward()
+    torch.testing.assert_close(b, a)
+    torch.testing.assert_close(xb.grad, xa.grad, rtol=1e-4, atol=1e-5)
+    for p, q in zip(eager.parameters(), model.parameters(), strict=True):
+        torch.testing.assert_close(q.grad, p.grad, rtol=1e-4, atol=1e-5)
+    (backward,) = [g for g in compiled_graphs() if g.kind == "backward"]
+    assert any(str(n.target).endswith("_backward.default") for n in backward.gm.graph.nodes)
+    assert backward.launches_per_call == 1
