@@ -235,7 +235,7 @@ def fast_path(
         elif tensors:
             lines.append(f"    if not (SEEN.check({listed}) or checked({listed})):")
             lines.append("        return MISS")
-    if owner.mode_modules and not trusted and program.launches:
+    if owner.mode_modules and not trusted:
         # `model.eval()` after compiling: the program baked the modes in.
         for k, (m, t) in enumerate(zip(owner.mode_modules, owner.modes, strict=True)):
             env[f"M{k}"], env[f"T{k}"] = m, t

@@ -242,17 +242,20 @@ def _bn_model() -> nn.Module:
     return nn.Sequential(nn.Linear(8, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Dropout(0.5))
 
 
-@pytest.mark.parametrize("graph_module", [False, True])
-def test_train_and_eval_after_compiling_follow_the_modules_modes(graph_module: bool) -> None:
+@pytest.mark.parametrize("kind", ["module", "graph_module", "no_kernels"])
+def test_train_and_eval_after_compiling_follow_the_modules_modes(kind: str) -> None:
     """The program bakes in its modules' `training` flags (batch statistics or
     running ones, dropout or not): `model.eval()` after compiling, a frozen
-    batch norm, and back to `train()` each get the program of their modes."""
+    batch norm, and back to `train()` each get the program of their modes
+    (also a program that runs its groups through PyTorch)."""
     import copy
 
     torch.manual_seed(0)
     eager = _bn_model()
-    model = torch.fx.symbolic_trace(copy.deepcopy(eager)) if graph_module else copy.deepcopy(eager)
-    f = fusec.compile(model)
+    model = copy.deepcopy(eager)
+    if kind == "graph_module":
+        model = torch.fx.symbolic_trace(model)
+    f = fusec.compile(model, use_kernels=kind != "no_kernels")
     x = torch.randn(16, 8)
 
     def both(seed: int) -> None:
