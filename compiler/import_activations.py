@@ -34,6 +34,7 @@ import torch.nn.functional as F
 from fusec.aten_table import _entry
 from fusec.dialects import aten
 from fusec.dialects import inference as inf
+from fusec.importer import _clamp as _clamp_handler
 from fusec.importer import _Importer, _NotMapped, _register
 from torch import nn
 from xdsl.dialects.builtin import StringAttr
@@ -205,16 +206,12 @@ def _frac(ctx: _Importer, x: Any) -> SSAValue:
 
 @_register(torch.clamp_min, "clamp_min", "clamp_min_")
 def _clamp_min(ctx: _Importer, x: Any, min: Any) -> SSAValue:
-    from fusec.importer import _clamp as clamp
-
-    return clamp(ctx, x, min, None)
+    return _clamp_handler(ctx, x, min, None)
 
 
 @_register(torch.clamp_max, "clamp_max", "clamp_max_")
 def _clamp_max(ctx: _Importer, x: Any, max: Any) -> SSAValue:
-    from fusec.importer import _clamp as clamp
-
-    return clamp(ctx, x, None, max)
+    return _clamp_handler(ctx, x, None, max)
 
 
 # ------------------------------------------------- their backward ops (AOTAutograd)
