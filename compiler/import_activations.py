@@ -31,27 +31,19 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
-from fusec.aten_table import _entry
+from fusec.aten_table import _c, _entry, _op
 from fusec.dialects import aten
 from fusec.dialects import inference as inf
 from fusec.importer import _clamp as _clamp_handler
 from fusec.importer import _Importer, _NotMapped, _register
 from torch import nn
 from xdsl.dialects.builtin import StringAttr
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import SSAValue
 
 A = torch.ops.aten
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
-
-
-def _op(ctx: _Importer, cls: type[Operation], *operands: SSAValue, **props: Any) -> SSAValue:
-    return ctx.add_op(cls(*operands, **props)).results[0]
-
-
-def _c(ctx: _Importer, v: float) -> SSAValue:
-    return ctx.constant(float(v))
 
 
 def _float(ctx: _Importer, x: Any) -> SSAValue:
@@ -217,17 +209,13 @@ def _clamp_max(ctx: _Importer, x: Any, max: Any) -> SSAValue:
 # ------------------------------------------------- their backward ops (AOTAutograd)
 
 
-def _where(ctx: _Importer, cond: SSAValue, a: SSAValue, b: SSAValue) -> SSAValue:
-    return _op(ctx, aten.WhereOp, cond, a, b)
-
-
 @_entry(A.hardtanh_backward.default)
 def _hardtanh_backward(ctx: _Importer, grad: Any, x: Any, min_val: Any, max_val: Any) -> SSAValue:
     """(x <= min || x >= max) ? 0 : grad."""
     g, v = ctx.tensor(grad), _float(ctx, x)
     lo, hi = _c(ctx, ctx.const(min_val)), _c(ctx, ctx.const(max_val))
     out = _op(ctx, aten.LogicalOrOp, _op(ctx, aten.LeOp, v, lo), _op(ctx, aten.GeOp, v, hi))
-    return _where(ctx, out, ctx.constant(0), g)
+    return _op(ctx, aten.WhereOp, out, ctx.constant(0), g)
 
 
 @_entry(A.hardsigmoid_backward.default)
@@ -235,7 +223,7 @@ def _hardsigmoid_backward(ctx: _Importer, grad: Any, x: Any) -> SSAValue:
     """(-3 < x < 3) ? grad * (1/6) : 0."""
     g, v = ctx.tensor(grad), _float(ctx, x)
     inside = _op(ctx, aten.LogicalAndOp, _op(ctx, aten.GtOp, v, _c(ctx, -3.0)), _op(ctx, aten.LtOp, v, _c(ctx, 3.0)))
-    return _where(ctx, inside, _op(ctx, aten.MulOp, g, _c(ctx, 1.0 / 6.0)), ctx.constant(0))
+    return _op(ctx, aten.WhereOp, inside, _op(ctx, aten.MulOp, g, _c(ctx, 1.0 / 6.0)), ctx.constant(0))
 
 
 @_entry(A.hardswish_backward.default)
@@ -243,8 +231,8 @@ def _hardswish_backward(ctx: _Importer, grad: Any, x: Any) -> SSAValue:
     """x < -3 ? 0 : x <= 3 ? grad * (x / 3 + 0.5) : grad."""
     g, v = ctx.tensor(grad), _float(ctx, x)
     slope = _op(ctx, aten.AddOp, _op(ctx, aten.DivOp, v, _c(ctx, 3.0)), _c(ctx, 0.5))
-    mid = _where(ctx, _op(ctx, aten.LeOp, v, _c(ctx, 3.0)), _op(ctx, aten.MulOp, g, slope), g)
-    return _where(ctx, _op(ctx, aten.LtOp, v, _c(ctx, -3.0)), ctx.constant(0), mid)
+    mid = _op(ctx, aten.WhereOp, _op(ctx, aten.LeOp, v, _c(ctx, 3.0)), _op(ctx, aten.MulOp, g, slope), g)
+    return _op(ctx, aten.WhereOp, _op(ctx, aten.LtOp, v, _c(ctx, -3.0)), ctx.constant(0), mid)
 
 
 @_entry(A.elu_backward.default)
@@ -260,7 +248,7 @@ def _elu_backward(
     else:
         neg = _op(ctx, aten.MulOp, _c(ctx, a * s), _op(ctx, aten.ExpOp, _op(ctx, aten.MulOp, v, _c(ctx, i))))
     neg = _op(ctx, aten.MulOp, _op(ctx, aten.MulOp, g, _c(ctx, i)), neg)
-    return _where(ctx, _op(ctx, aten.LeOp, v, _c(ctx, 0.0)), neg, _op(ctx, aten.MulOp, g, _c(ctx, s)))
+    return _op(ctx, aten.WhereOp, _op(ctx, aten.LeOp, v, _c(ctx, 0.0)), neg, _op(ctx, aten.MulOp, g, _c(ctx, s)))
 
 
 @_entry(A.softplus_backward.default)
@@ -270,7 +258,7 @@ def _softplus_backward(ctx: _Importer, grad: Any, x: Any, beta: Any, threshold: 
     xb = _op(ctx, aten.MulOp, v, _c(ctx, ctx.const(beta)))
     z = _op(ctx, aten.ExpOp, xb)
     soft = _op(ctx, aten.DivOp, _op(ctx, aten.MulOp, g, z), _op(ctx, aten.AddOp, z, _c(ctx, 1.0)))
-    return _where(ctx, _op(ctx, aten.GtOp, xb, _c(ctx, ctx.const(threshold))), g, soft)
+    return _op(ctx, aten.WhereOp, _op(ctx, aten.GtOp, xb, _c(ctx, ctx.const(threshold))), g, soft)
 
 
 @_entry(A.mish_backward.default)

@@ -590,7 +590,7 @@ def _plan(block: Block) -> _Plan:
 
 
 def _check_dtype(t: Attribute) -> None:
-    if t not in (BOOL, inf.U8, inf.I8, inf.I16, inf.I32, inf.I64, F16, BF16, F32, F64):
+    if t not in inf.DTYPES:
         raise DiagnosticException(f"lower-group-to-loops: dtype {t} is not supported")
 
 
@@ -834,7 +834,7 @@ def finish_kernel(
 
 
 def _storage_type(dtype: str, body: Block) -> Attribute:
-    for t in (BOOL, inf.U8, inf.I8, inf.I16, inf.I32, inf.I64, F16, BF16, F32, F64):
+    for t in inf.DTYPES:
         if str(t) == dtype:
             return storage_type(t)
     raise DiagnosticException(f"lower-group-to-loops: dtype {dtype} is not supported")
