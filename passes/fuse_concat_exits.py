@@ -35,7 +35,10 @@ Conditions for the exit (anything else is left alone and the cat runs through Py
   any group (so nothing in the group can use the cat's result);
 - all parts have the same type shape, so the group's index space is the parts'
   shape and each part is one strided slice of the result along `dim`;
-- the kernel stays within `arg-limit` inputs + outputs.
+- the kernel stays within `arg-limit` inputs + outputs;
+- no `aten.copy_` between the group and the cat may write a part (or a view of
+  one): the exit writes the parts at the group's place, before such a write, while
+  the cat must read the written values (`y = x.sin(); y.add_(1); cat([y, z])`).
 
 A part that is also used outside the cat stays a group output as well: the kernel
 then writes it twice (its own buffer and its slice). Handing the other users a
@@ -51,9 +54,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from fusec.dialects.aten import CatOp, Reduction
+from fusec.dialects.aten import CatOp, CopyOp, Reduction
 from fusec.dialects.fusion import GroupOp, YieldOp
 from fusec.dialects.inference import normalize_dim
+from fusec.passes.aliasing import alias_root, may_alias, tensor_roots
 from fusec.passes.fusion_utils import (
     DEFAULT_ARG_LIMIT,
     FusionState,
@@ -90,6 +94,19 @@ def _exit_group(cat: CatOp) -> GroupOp | None:
     if any(op.has_trait(Reduction) for op in owner.body.block.ops):
         return None
     return owner
+
+
+def _part_written_before(group: GroupOp, cat: CatOp) -> bool:
+    """Does an `aten.copy_` between `group` and `cat` (same block) write a tensor that
+    may share memory with one of the cat's parts? The cat would move up to the
+    group's place, before the write, and read the parts unwritten."""
+    parts = tensor_roots(cat.inputs)
+    op = group.next_op
+    while op is not None and op is not cat:
+        if isinstance(op, CopyOp) and any(may_alias(alias_root(op.dst), r) for r in parts):
+            return True
+        op = op.next_op
+    return False
 
 
 def _kernel_outputs(group: GroupOp) -> int:
@@ -191,6 +208,8 @@ class MoveCatIntoGroup(RewritePattern):
             return
         group = _exit_group(op)
         if group is None or group.parent is not op.parent:
+            return
+        if _part_written_before(group, op):
             return
         types = [v.type for v in op.inputs]
         if not all(isinstance(t, TensorType) for t in types):

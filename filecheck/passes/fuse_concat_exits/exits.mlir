@@ -209,3 +209,45 @@ func.func @used_inside(%a: tensor<4xf32>) -> tensor<8xf32> {
   }
   func.return %r : tensor<8xf32>
 }
+
+// -----
+
+// A write to a part (here through a view of it) between the group and the cat
+// keeps the cat where it is: as an exit it would write the part unwritten.
+// CHECK-LABEL: func.func @part_written_before_cat
+// CHECK-NEXT:    %[[E:.*]], %[[N:.*]] = fusion.group
+// CHECK-NOT:       aten.cat
+// CHECK:         %[[V:.*]] = aten.view %[[N]]
+// CHECK-NEXT:    aten.copy_ %[[V]], %{{.*}}
+// CHECK-NEXT:    %[[C:.*]] = aten.cat %[[E]], %[[N]] dim = -1
+// CHECK-NEXT:    func.return %[[C]]
+func.func @part_written_before_cat(%a: tensor<4x3xf32>, %t: tensor<12xf32>) -> tensor<4x6xf32> {
+  %r:2 = fusion.group (%x = %a) : (tensor<4x3xf32>) -> (tensor<4x3xf32>, tensor<4x3xf32>) {
+    %0 = aten.exp %x : tensor<4x3xf32> -> tensor<4x3xf32>
+    %1 = aten.neg %x : tensor<4x3xf32> -> tensor<4x3xf32>
+    fusion.yield %0, %1 : tensor<4x3xf32>, tensor<4x3xf32>
+  }
+  %v = aten.view %r#1 : tensor<4x3xf32> -> tensor<12xf32>
+  aten.copy_ %v, %t : tensor<12xf32>, tensor<12xf32>
+  %c = aten.cat %r#0, %r#1 dim = -1 : tensor<4x3xf32>, tensor<4x3xf32> -> tensor<4x6xf32>
+  func.return %c : tensor<4x6xf32>
+}
+
+// -----
+
+// A write to another tensor between them does not stop the exit.
+// CHECK-LABEL: func.func @other_tensor_written_before_cat
+// CHECK:         %[[C:.*]] = fusion.group
+// CHECK:           aten.cat
+// CHECK:         aten.copy_ %{{.*}}, %{{.*}} : tensor<4x3xf32>, tensor<4x3xf32>
+// CHECK-NEXT:    func.return %[[C]]
+func.func @other_tensor_written_before_cat(%a: tensor<4x3xf32>, %b: tensor<4x3xf32>) -> tensor<4x6xf32> {
+  %r:2 = fusion.group (%x = %a) : (tensor<4x3xf32>) -> (tensor<4x3xf32>, tensor<4x3xf32>) {
+    %0 = aten.exp %x : tensor<4x3xf32> -> tensor<4x3xf32>
+    %1 = aten.neg %x : tensor<4x3xf32> -> tensor<4x3xf32>
+    fusion.yield %0, %1 : tensor<4x3xf32>, tensor<4x3xf32>
+  }
+  aten.copy_ %b, %a : tensor<4x3xf32>, tensor<4x3xf32>
+  %c = aten.cat %r#0, %r#1 dim = -1 : tensor<4x3xf32>, tensor<4x3xf32> -> tensor<4x6xf32>
+  func.return %c : tensor<4x6xf32>
+}
