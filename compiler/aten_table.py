@@ -183,7 +183,8 @@ def _gelu(ctx: Any, x: Any, *, approximate: Any = "none") -> SSAValue:
 
 @_entry(A._to_copy.default, A.to.dtype)
 def _to_copy(ctx: Any, x: Any, dtype: Any = None, *args: Any, **kwargs: Any) -> SSAValue:
-    """A dtype change is `aten.to`; a layout, device or memory-format change is not."""
+    """A dtype change or a copy is `aten.to`; a layout, device or memory-format change
+    is not. (`aten.to.dtype` to the same dtype, copy=False, is no copy.)"""
     kwargs = {k: ctx.const(v) for k, v in kwargs.items()}
     dtype = ctx.const(dtype) if dtype is not None else kwargs.pop("dtype", None)
     real = ctx.real[ctx.node.args[0]]
@@ -202,6 +203,8 @@ def _to_copy(ctx: Any, x: Any, dtype: Any = None, *args: Any, **kwargs: Any) -> 
     t = out.type
     assert isinstance(t, TensorType)
     element = t.get_element_type() if dtype is None else DTYPES_OF_TORCH[dtype]
+    if ctx.node.target is A.to.dtype and element == t.get_element_type():
+        return out  # `aten.to.dtype` to the tensor's own dtype is the tensor itself
     return ctx.add_op(aten.ToOp(out, element)).results[0]
 
 

@@ -1281,9 +1281,25 @@ for _meth, _dt in {
     _register(_meth)(lambda ctx, x, _d=_dt: _cast(ctx, x, _d))
 
 
-@_register("contiguous")
-def _contiguous(ctx: _Importer, x: Any) -> SSAValue:
-    return ctx.tensor(x)
+@_register("contiguous", torch.Tensor.contiguous)
+def _contiguous(ctx: _Importer, x: Any, memory_format: Any = torch.contiguous_format) -> SSAValue:
+    """`x.contiguous()` is x itself when x is contiguous, as in PyTorch (a later
+    in-place write through the result writes x), and otherwise a fresh copy: a
+    same-dtype `aten.to`, so writes to it never reach x (nor the caller's input
+    x may be a view of). Which one is decided on the traced value; a program is
+    specialized on its arguments' contiguity. Another memory format runs through
+    PyTorch when it has to copy (the copy's strides are not row-major)."""
+    v = ctx.tensor(x)
+    fmt = ctx.const(memory_format)
+    real = ctx.real.get(x) if isinstance(x, torch.fx.Node) else None
+    if not isinstance(real, torch.Tensor):
+        raise _NotMapped("contiguous() of a value not traced")
+    if real.is_contiguous(memory_format=fmt):
+        return v
+    if fmt is not torch.contiguous_format:
+        raise _NotMapped(f"a copy in memory format {fmt}")
+    assert isinstance(v.type, TensorType)
+    return ctx.add_op(aten.ToOp(v, v.type.get_element_type())).results[0]
 
 
 def _dims(args: Sequence[Any]) -> list[int]:

@@ -9,8 +9,7 @@ of `%x` sees every write to `%x` or to a tensor sharing its memory. A value's
     %o = aten.opaque "f"(%x) : ...                            root(%o) = UNKNOWN
     func.func @f(%x: ...)                                     root(%x) = ARGUMENT
 
-Views (`ShapeOp` ops and casts to the same type, which PyTorch answers with the
-input itself) share their input's root; other aten ops return fresh tensors and are
+Views (`ShapeOp` ops) share their input's root; other aten ops return fresh tensors and are
 their own root; function arguments share the `ARGUMENT` root (the caller may pass
 one tensor twice, or views of one tensor), and opaque results (any view of
 anything) have the `UNKNOWN` root, which may alias every other root.
@@ -18,7 +17,7 @@ anything) have the `UNKNOWN` root, which may alias every other root.
 
 from __future__ import annotations
 
-from fusec.dialects.aten import OpaqueOp, ShapeOp, ToOp
+from fusec.dialects.aten import OpaqueOp, ShapeOp
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, OpResult, SSAValue
 
@@ -30,10 +29,10 @@ UNKNOWN = object()
 
 
 def is_view_op(op: Operation) -> bool:
-    """Does `op` return (a view of) its first operand rather than a fresh tensor?"""
-    if op.has_trait(ShapeOp):
-        return True
-    return isinstance(op, ToOp) and op.operands[0].type == op.results[0].type
+    """Does `op` return (a view of) its first operand rather than a fresh tensor?
+    (A same-dtype `aten.to` is a copy: the importer imports a no-op cast as the
+    value itself and only emits one for a copy, `clone` or `contiguous()`.)"""
+    return op.has_trait(ShapeOp)
 
 
 def aliases_operands(op: Operation) -> bool:

@@ -164,7 +164,12 @@ def _div(op: OpInfo) -> OpFn:
 
 def _to(op: OpInfo) -> OpFn:
     dtype = op.result_dtype()
-    return lambda x: (x.to(dtype),)
+    # A same-dtype `aten.to` is a copy (`contiguous()` of a non-contiguous tensor,
+    # ATen's `clone`): `x.to(x.dtype)` would hand back x, and a write to the
+    # result would reach x. Row-major, as a kernel writes it: a `view` of the copy
+    # (run as `reshape`) must be a view, so that writes through it reach the copy.
+    fmt = torch.contiguous_format
+    return lambda x: (x.to(dtype, copy=True, memory_format=fmt),)
 
 
 def _clamp(op: OpInfo) -> OpFn:
@@ -189,9 +194,8 @@ def _expand(op: OpInfo) -> OpFn:
 
 def _reshape(op: OpInfo) -> OpFn:
     # `view` runs as `reshape`: a view wherever one exists (same aliasing), a copy
-    # only where fusec hands over another layout than eager had: `contiguous()`
-    # imports as the value itself, and a same-dtype `aten.to` (ATen's
-    # `clone(memory_format=contiguous)`) runs as a no-op.
+    # only where fusec hands over another layout than eager had (a kernel's output
+    # is row-major where eager's op kept its input's strides).
     shape = op.reshape
     return lambda x: (x.reshape(shape),)
 

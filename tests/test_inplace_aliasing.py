@@ -106,4 +106,120 @@ def test_write_to_a_cat_part_is_seen_by_the_cat(backend, f):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_write_to_a_part_of_merged_groups_is_seen_by_the_cat(backend):
-    check_like_eager(backend, write_second_part_of_merged_groups, torch.randn(4, 3), torch.randn(4, 3))
+    check_like_eager(
+        backend, write_second_part_of_merged_groups, torch.randn(4, 3), torch.randn(4, 3)
+    )
+
+
+# ---------------------------------------------------------------- contiguous()
+
+
+def write_contiguous_copy(x):
+    y = x.t().contiguous()
+    y.add_(1)
+    return y
+
+
+def write_contiguous_copy_then_read_source(x):
+    y = x.t().contiguous()
+    y.mul_(2)
+    return y + x.t()
+
+
+def write_contiguous_copy_of_fresh_tensor(x):
+    t = x.exp()
+    y = t.t().contiguous()
+    y.add_(1)
+    return y + t.t(), t
+
+
+def write_contiguous_copy_through_view(x):
+    y = x.T.contiguous().view(-1)
+    y.add_(1)
+    return y
+
+
+def write_contiguous_copy_of_slice(x):
+    y = x[:, ::2].contiguous()
+    y.add_(1)
+    return y, x
+
+
+def write_contiguous_copy_called_as_function(x):
+    y = torch.Tensor.contiguous(x.t(), memory_format=torch.contiguous_format)
+    y.sub_(1)
+    return y * x.t()
+
+
+def write_contiguous_alias(x):
+    y = x.contiguous()  # x itself: the write reaches x, as in eager
+    y.add_(1)
+    return y * 2, x
+
+
+def write_reshape_copy(x):
+    y = x.t().reshape(-1)  # not viewable: a copy in eager
+    y.add_(1)
+    return y
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize(
+    "f",
+    [
+        write_contiguous_copy,
+        write_contiguous_copy_then_read_source,
+        write_contiguous_copy_of_fresh_tensor,
+        write_contiguous_copy_through_view,
+        write_contiguous_copy_of_slice,
+        write_contiguous_copy_called_as_function,
+        write_contiguous_alias,
+        write_reshape_copy,
+    ],
+)
+def test_write_through_contiguous_reaches_what_eager_writes(backend, f):
+    check_like_eager(backend, f, torch.randn(4, 6))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_contiguous_of_a_non_contiguous_input_is_a_copy(backend):
+    check_like_eager(backend, write_contiguous_alias, torch.randn(6, 4).t())
+
+
+def write_channels_last(x):
+    y = x.contiguous(memory_format=torch.channels_last)
+    y.add_(1)
+    return y, x
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_contiguous_in_another_memory_format_is_a_copy(backend):
+    check_like_eager(backend, write_channels_last, torch.randn(2, 3, 4, 5))
+
+
+def write_clone(x):
+    y = x.clone()
+    y[0].add_(1)
+    return y
+
+
+def write_contiguous_clone_through_view(x):
+    y = x.t().clone(memory_format=torch.contiguous_format)
+    y.view(-1).add_(1)
+    return y
+
+
+@pytest.mark.parametrize(
+    "f", [write_clone, write_contiguous_copy_through_view, write_contiguous_clone_through_view]
+)
+def test_aten_graph_clone_is_a_copy(f):
+    """A non-functional ATen graph (`make_fx`): `aten.clone` is a fresh tensor that
+    writes through views of it reach, and its source never sees them."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    x = torch.randn(4, 6)
+    graph = make_fx(f)(x.clone())
+    assert any("clone" in str(n.target) for n in graph.graph.nodes)
+    eager_in, ours_in = x.clone(), x.clone()
+    torch.testing.assert_close(fusec.compile(graph)(ours_in), f(eager_in))
+    torch.testing.assert_close(ours_in, eager_in)
