@@ -355,7 +355,9 @@ class DtypeFromResultOp(UnaryPointwiseOp, ABC):
 
 @irdl_op_definition
 class ToOp(DtypeFromResultOp):
-    """A dtype cast (`x.to(dtype)`); the result type names the dtype.
+    """A dtype cast (`x.to(dtype)`); the result type names the dtype. To the same
+    dtype it is a copy, a fresh tensor (`contiguous()` of a non-contiguous tensor,
+    ATen's `clone`): a no-op cast imports as the value itself.
 
     %r = aten.to %x : tensor<4xf32> -> tensor<4xf16>
     """
