@@ -157,6 +157,19 @@ def write_contiguous_alias(x):
     return y * 2, x
 
 
+def write_source_after_contiguous_copy(x):
+    y = x.t().contiguous()
+    x.add_(1)
+    return y * 2
+
+
+def write_fresh_source_after_contiguous_copy(x):
+    t = x.exp()
+    y = t.t().contiguous()
+    t.mul_(3)
+    return y + 1, t
+
+
 def write_reshape_copy(x):
     y = x.t().reshape(-1)  # not viewable: a copy in eager
     y.add_(1)
@@ -174,6 +187,8 @@ def write_reshape_copy(x):
         write_contiguous_copy_of_slice,
         write_contiguous_copy_called_as_function,
         write_contiguous_alias,
+        write_source_after_contiguous_copy,
+        write_fresh_source_after_contiguous_copy,
         write_reshape_copy,
     ],
 )
