@@ -272,3 +272,40 @@ def test_train_and_eval_after_compiling_follow_the_modules_modes(kind: str) -> N
                 m.get_submodule("1").eval()
         both(step)
     assert len(f._mode_variants) == 3
+
+
+@pytest.mark.parametrize(
+    ("fn", "make"),
+    [
+        (lambda xs: xs[0] + xs[1], lambda a, b: (a, b)),
+        (lambda xs: xs[0] * xs[1], lambda a, b: [a, b]),
+        (lambda xs: xs[0][0] - xs[1], lambda a, b: ((a,), b)),
+        (lambda xs: xs["a"] * xs["b"] + 1, lambda a, b: {"a": a, "b": b}),
+    ],
+    ids=["tuple", "list", "nested", "dict"],
+)
+def test_containers_of_tensors_follow_each_calls_tensors(fn, make):
+    """A tuple, list or dict of tensors is keyed by structure, not by its
+    tensors: every call (new tensors, or the same ones written in place)
+    returns eager's result, and one specialization serves them all."""
+    f = fusec.compile(fn)
+    a, b = torch.randn(4, 3), torch.randn(4, 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # "running eagerly: argument 0 ..."
+        for step in range(4):
+            if step == 2:
+                a.add_(1.0)  # the same tensors, new values
+            elif step:
+                a, b = torch.randn(4, 3), torch.randn(4, 3)
+            torch.testing.assert_close(f(make(a, b)), fn(make(a, b)))
+    assert len(f.specializations) == 1
+    key = next(iter(f.specializations))
+    assert not any(isinstance(x, torch.Tensor) for x in _leaves(key))
+
+
+def _leaves(x):
+    if isinstance(x, tuple | list):
+        for y in x:
+            yield from _leaves(y)
+    else:
+        yield x
