@@ -729,7 +729,10 @@ class CompiledFunction:
 
         # The import runs the graph on `args`; the first call's results must draw
         # the same random numbers eager would, so the import's draws are undone.
-        with _rng_preserved(args):
+        # Its opaque ops run on the module's own buffers (a BatchNorm in training
+        # mode updates its running statistics): they are put back, so the first
+        # call updates them once, as eager does.
+        with _rng_preserved(args), _buffers_preserved(self.gm):
             imported = import_fx(self.gm, args, name)
         module = imported.module
         with collect_remarks() as remarks:
@@ -1108,6 +1111,28 @@ def _rng_preserved(args: Sequence[Any]) -> Iterator[None]:
     )
     with torch.random.fork_rng(devices=devices):
         yield
+
+
+@contextlib.contextmanager
+def _buffers_preserved(gm: torch.nn.Module) -> Iterator[None]:
+    """Restores the buffers of `gm`'s modules in training mode after the block
+    (a module in eval mode writes none of its buffers; in-place writes the graph
+    itself makes run on clones in the import). The import runs the graph once to
+    know its values, and a training-mode BatchNorm run as an opaque op updates
+    `running_mean`, `running_var` and `num_batches_tracked`."""
+    saved = [
+        (b, b.clone())
+        for m in gm.modules()
+        if m.training
+        for b in m.buffers(recurse=False)
+        if b is not None and b.layout == torch.strided
+    ]
+    try:
+        yield
+    finally:
+        with torch.no_grad():
+            for b, old in saved:
+                b.copy_(old)
 
 
 GC_PAUSE_MAX_NODES = 256

@@ -309,3 +309,37 @@ def _leaves(x):
             yield from _leaves(y)
     else:
         yield x
+
+
+@pytest.mark.parametrize("grad_mode", ["no_grad", "inference_mode", "grad", "grad_frozen"])
+def test_a_training_module_updates_its_buffers_once_per_call(grad_mode: str) -> None:
+    """A module in training mode compiled and called under any grad mode: after
+    each call (the first, which compiles, included) its BatchNorm's running
+    statistics and batch count equal eager's, and so do later `eval()` outputs.
+    The import's run of the graph must not update the real buffers."""
+    import copy
+
+    torch.manual_seed(0)
+    eager = nn.Sequential(nn.Linear(8, 8), nn.BatchNorm1d(8), nn.ReLU())
+    model = copy.deepcopy(eager)
+    if grad_mode == "grad_frozen":  # grad mode on, yet nothing for autograd to record
+        for m in (eager, model):
+            m.requires_grad_(False)
+    context = {
+        "no_grad": torch.no_grad,
+        "inference_mode": torch.inference_mode,
+        "grad": torch.enable_grad,
+        "grad_frozen": torch.enable_grad,
+    }[grad_mode]
+    f = fusec.compile(model)
+    for _ in range(3):
+        x = torch.randn(16, 8)
+        with context():
+            torch.testing.assert_close(f(x), eager(x))
+        for (name, got), want in zip(model.named_buffers(), eager.buffers(), strict=True):
+            torch.testing.assert_close(got, want, msg=name)
+    model.eval()
+    eager.eval()
+    x = torch.randn(16, 8)
+    with context():
+        torch.testing.assert_close(f(x), eager(x))
