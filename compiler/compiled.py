@@ -139,6 +139,10 @@ def run_pipeline(module: ModuleOp, pipeline: str | None = None) -> ModuleOp:
 
 
 def _arg_spec(a: Any, grad: bool, exact: bool) -> Any:
+    if _holds_tensor(a):
+        # By structure, never by the tensors themselves: a key must not keep a
+        # call's tensors alive, nor compare them (`==` on tensors is elementwise).
+        return _container_spec(a, lambda x: _arg_spec(x, grad, exact))
     if isinstance(a, torch.Tensor):
         shape = a.shape
         return (
@@ -158,6 +162,8 @@ def _arg_spec(a: Any, grad: bool, exact: bool) -> Any:
 
 
 def _training_spec(a: Any) -> Any:
+    if _holds_tensor(a):
+        return _container_spec(a, _training_spec)
     if isinstance(a, torch.Tensor):
         return (a.dtype, a.device, tuple(a.shape), a.stride(), a.requires_grad)
     try:
@@ -165,6 +171,43 @@ def _training_spec(a: Any) -> Any:
     except TypeError:
         return ("unhashable", id(a))
     return (type(a), a)
+
+
+def _holds_tensor(a: Any) -> bool:
+    """A tuple, list or dict with a tensor somewhere inside (`fn((x, y))`)."""
+    if isinstance(a, tuple | list):
+        return any(isinstance(x, torch.Tensor) or _holds_tensor(x) for x in a)
+    if isinstance(a, dict):
+        return any(isinstance(x, torch.Tensor) or _holds_tensor(x) for x in a.values())
+    return False
+
+
+def _container_spec(a: Any, spec: Callable[[Any], Any]) -> Any:
+    """The key of a container argument: its type, keys and each item's `spec`."""
+    if isinstance(a, dict):
+        return ("container", type(a), tuple((_plain_key(k), spec(v)) for k, v in a.items()))
+    return ("container", type(a), tuple(spec(x) for x in a))
+
+
+def _plain_key(k: Any) -> Any:
+    try:
+        hash(k)
+    except TypeError:
+        return ("unhashable", id(k))
+    return k
+
+
+def _container_argument(args: Sequence[Any]) -> str | None:
+    """Why a call runs eagerly when an argument is a container of tensors: the
+    import would take it for a constant (its tensors' values baked into the
+    program), so only tensors and scalars passed directly are compiled."""
+    for i, a in enumerate(args):
+        if _holds_tensor(a):
+            return (
+                f"argument {i} is a {type(a).__name__} holding tensors; fusec compiles "
+                "tensors and scalars passed as arguments themselves"
+            )
+    return None
 
 
 def _fill(template: Any, outs: Sequence[Any]) -> Any:
@@ -669,7 +712,7 @@ class CompiledFunction:
     def _eager_reason(self, args: Sequence[Any]) -> str | None:
         if self.gm is None:
             return self.untraceable or "the function cannot be traced with torch.fx"
-        return None
+        return _container_argument(args)
 
     def _build(self, args: Sequence[Any]) -> Specialization:
         assert self.gm is not None
@@ -686,7 +729,10 @@ class CompiledFunction:
 
         # The import runs the graph on `args`; the first call's results must draw
         # the same random numbers eager would, so the import's draws are undone.
-        with _rng_preserved(args):
+        # Its opaque ops run on the module's own buffers (a BatchNorm in training
+        # mode updates its running statistics): they are put back, so the first
+        # call updates them once, as eager does.
+        with _rng_preserved(args), _buffers_preserved(self.gm):
             imported = import_fx(self.gm, args, name)
         module = imported.module
         with collect_remarks() as remarks:
@@ -975,7 +1021,7 @@ def _why_new(key: Any, known: Sequence[Any]) -> str:
             if other[0] != key[0]:
                 diffs.append("grad mode " + ("on" if key[0] else "off"))
             for i, (a, b) in enumerate(zip(key[1:], other[1:], strict=True)):
-                if a == b:
+                if _same(a, b):
                     continue
                 if isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b) == 5:
                     for name, x, y in zip(_FIELDS, a, b, strict=True):
@@ -986,6 +1032,15 @@ def _why_new(key: Any, known: Sequence[Any]) -> str:
         if best is None or len(diffs) < len(best):
             best = diffs
     return "new inputs: " + "; ".join(best or ["a different specialization"])
+
+
+def _same(a: Any, b: Any) -> bool:
+    """`a == b` for two key entries; entries whose `==` raises or is not a bool
+    (a user's hashable object) count as different."""
+    try:
+        return bool(a == b)
+    except Exception:  # noqa: BLE001 - only the message of a new specialization is at stake
+        return False
 
 
 def _show(x: Any) -> str:
@@ -1056,6 +1111,28 @@ def _rng_preserved(args: Sequence[Any]) -> Iterator[None]:
     )
     with torch.random.fork_rng(devices=devices):
         yield
+
+
+@contextlib.contextmanager
+def _buffers_preserved(gm: torch.nn.Module) -> Iterator[None]:
+    """Restores the buffers of `gm`'s modules in training mode after the block
+    (a module in eval mode writes none of its buffers; in-place writes the graph
+    itself makes run on clones in the import). The import runs the graph once to
+    know its values, and a training-mode BatchNorm run as an opaque op updates
+    `running_mean`, `running_var` and `num_batches_tracked`."""
+    saved = [
+        (b, b.clone())
+        for m in gm.modules()
+        if m.training
+        for b in m.buffers(recurse=False)
+        if b is not None and b.layout == torch.strided
+    ]
+    try:
+        yield
+    finally:
+        with torch.no_grad():
+            for b, old in saved:
+                b.copy_(old)
 
 
 GC_PAUSE_MAX_NODES = 256

@@ -6,7 +6,7 @@ kernels' machine code by their kernel-cache keys: no import, no pipeline, no
 parse, and no xDSL at all. The entry's key is the graph and its specialization:
 
     sha256(fingerprint, pipeline, target, name, fx code + what each call targets,
-           grad mode, per argument: dtype, device, size-1 dims, contiguity,
+           grad mode, every module's training flag, per argument: dtype, device, size-1 dims, contiguity,
            autograd flag (scalars by type and value), parameters exactly)
 
 and its payload (JSON) is what `CompiledFunction` needs to run the graph:

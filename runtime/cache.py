@@ -51,6 +51,7 @@ from fusec.runtime.entries import (
     write_entry,
 )
 from fusec.runtime.kernel_signature import TILED_CPU
+from fusec.runtime.kernel_table import KernelTable
 
 __all__ = [
     "CorruptEntry",
@@ -415,7 +416,8 @@ class KernelCache:
     process compiles it without the disk cache."""
 
     def __post_init__(self) -> None:
-        self._memory: dict[str, Any] = {}
+        # Weak: a kernel lives as long as a program uses it (`kernel_table`).
+        self._memory: KernelTable = KernelTable()
         self._failed: dict[str, str] = {}
         self._lock = threading.Lock()
         self._key_locks: dict[str, threading.Lock] = {}

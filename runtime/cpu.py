@@ -24,7 +24,8 @@ import functools
 import math
 import os
 import threading
-from collections.abc import Callable, Sequence
+import weakref
+from collections.abc import Callable, MutableMapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -733,7 +734,9 @@ def _check_zero_division(flag: ctypes.c_int8 | None) -> None:
         raise RuntimeError("ZeroDivisionError")
 
 
-_loaded: dict[KernelArtifact, CpuKernel] = {}
+_loaded: MutableMapping[KernelArtifact, CpuKernel] = weakref.WeakValueDictionary()
+"""Loaded kernels by artifact, weakly: each goes (its MCJIT engine freed) with
+the last program that holds it (`fusec.runtime.kernel_table`)."""
 _loaded_lock = threading.Lock()
 
 

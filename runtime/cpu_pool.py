@@ -15,7 +15,11 @@ out again for an output of the same byte size:
     out = pool().empty(size, stride, torch.float32, nbytes)   # the same block
 
 A block is free when the pool holds its storage's only reference (views,
-saved-for-backward tensors and NumPy arrays of an output all hold one); a block
+saved-for-backward tensors and NumPy arrays of an output all hold one) and the
+only reference to its Python storage object: `y.untyped_storage()` and
+`y.storage()` return that same object (PyTorch keeps one per storage), which
+holds the storage through the pool's own count, so a caller that kept only
+`s = f(x).untyped_storage()` is seen by its Python reference count; a block
 moved to shared memory (`share_memory_()`, as sending a tensor to another
 process does) is never handed out again.
 Outputs under `MIN_BYTES` come from the allocator as before. The pool keeps at
@@ -27,6 +31,7 @@ and an output that still does not fit is allocated unpooled.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -71,12 +76,13 @@ class OutputPool:
         exactly `nbytes` (contiguous strides), from a free block when there is one."""
         with self._lock:
             blocks = self._blocks.setdefault(nbytes, [])
-            for block in blocks:
-                if _is_free(block):
+            for i in range(len(blocks)):
+                if _is_free(blocks, i):
+                    block = blocks[i]
                     # A caller shrank it (`storage.resize_`), or moved it to shared
                     # memory, which another process may still read: not reused.
                     if block.nbytes() < nbytes or block.is_shared():
-                        blocks.remove(block)
+                        del blocks[i]
                         self.held -= nbytes
                         break
                     self.reused += 1
@@ -93,11 +99,11 @@ class OutputPool:
         if self.held + nbytes <= self.cap_bytes:
             return True
         for size, blocks in list(self._blocks.items()):
-            for block in list(blocks):
+            for i in reversed(range(len(blocks))):
                 if self.held + nbytes <= self.cap_bytes:
                     return True
-                if _is_free(block):
-                    blocks.remove(block)
+                if _is_free(blocks, i):
+                    del blocks[i]
                     self.held -= size
         return self.held + nbytes <= self.cap_bytes
 
@@ -108,9 +114,23 @@ class OutputPool:
             self.held = 0
 
 
-def _is_free(block: torch.UntypedStorage) -> bool:
+def _python_refs(blocks: list[Any], i: int) -> int:
+    """References to `blocks[i]`'s Python object, counting the list's slot and
+    `getrefcount`'s argument (no local name holds it here, so the count is the
+    same from every caller)."""
+    return sys.getrefcount(blocks[i])
+
+
+_POOL_ONLY_REFS = _python_refs([object()], 0)
+"""`_python_refs` of an object nothing but its list refers to (measured: the
+interpreter decides what `getrefcount` counts)."""
+
+
+def _is_free(blocks: list[torch.UntypedStorage], i: int) -> bool:
+    """No tensor or view holds `blocks[i]`'s storage and no one but the pool holds
+    its Python object (`s = y.untyped_storage()`, or a `y.storage()` wrapping it)."""
     assert _use_count is not None
-    return _use_count(block._cdata) == 1
+    return _use_count(blocks[i]._cdata) == 1 and _python_refs(blocks, i) == _POOL_ONLY_REFS
 
 
 def _wrap(

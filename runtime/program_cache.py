@@ -142,7 +142,7 @@ def store(kind: str, key: str, payload: bytes, **extra: Any) -> None:
 
 def program_key(gm: Any, args: Any, pipeline: str, name: str) -> str | None:
     """The key of a graph's compiled program for these exact inputs: the fx code
-    with what each called submodule and function is, every argument's dtype, device, shape, strides and autograd flag (scalars by
+    with what each called submodule and function is, every module's training flag, every argument's dtype, device, shape, strides and autograd flag (scalars by
     type and value), the module's parameters and buffers the same way, the
     pipeline and the compiler's fingerprint. None when an argument is neither a
     tensor nor a plain scalar (nothing stable to key it by)."""
@@ -175,13 +175,17 @@ def graph_key(
     exact_args: bool = True,
     placeholder_shapes: bool = False,
 ) -> str | None:
-    """The digest of `head`, `gm`'s code, the grad mode, what each called submodule
-    and function is, the arguments (`describe_value`, exact or not) and the
+    """The digest of `head`, `gm`'s code, the grad mode, its modules' training
+    flags, what each called submodule and function is, the arguments (`describe_value`, exact or not) and the
     parameters and buffers (exact); with `placeholder_shapes`, also the sizes
     Dynamo recorded for the placeholders. None when something has no stable key."""
     import torch
 
     parts = [*head, gm.code, str(torch.is_grad_enabled())]
+    # A leaf module's `training` flag is not in the code (`self.bn(x)` reads the
+    # same in train and eval mode) but decides the program (batch statistics or
+    # running ones): every module's flag is part of the key.
+    parts.append("".join("t" if m.training else "e" for m in gm.modules()))
     # The code names submodules and functions, not what they are: two modules
     # whose `self.act` is a GELU and a ReLU print the same code.
     for node in gm.graph.nodes:

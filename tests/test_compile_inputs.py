@@ -272,3 +272,74 @@ def test_train_and_eval_after_compiling_follow_the_modules_modes(kind: str) -> N
                 m.get_submodule("1").eval()
         both(step)
     assert len(f._mode_variants) == 3
+
+
+@pytest.mark.parametrize(
+    ("fn", "make"),
+    [
+        (lambda xs: xs[0] + xs[1], lambda a, b: (a, b)),
+        (lambda xs: xs[0] * xs[1], lambda a, b: [a, b]),
+        (lambda xs: xs[0][0] - xs[1], lambda a, b: ((a,), b)),
+        (lambda xs: xs["a"] * xs["b"] + 1, lambda a, b: {"a": a, "b": b}),
+    ],
+    ids=["tuple", "list", "nested", "dict"],
+)
+def test_containers_of_tensors_follow_each_calls_tensors(fn, make):
+    """A tuple, list or dict of tensors is keyed by structure, not by its
+    tensors: every call (new tensors, or the same ones written in place)
+    returns eager's result, and one specialization serves them all."""
+    f = fusec.compile(fn)
+    a, b = torch.randn(4, 3), torch.randn(4, 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # "running eagerly: argument 0 ..."
+        for step in range(4):
+            if step == 2:
+                a.add_(1.0)  # the same tensors, new values
+            elif step:
+                a, b = torch.randn(4, 3), torch.randn(4, 3)
+            torch.testing.assert_close(f(make(a, b)), fn(make(a, b)))
+    assert len(f.specializations) == 1
+    key = next(iter(f.specializations))
+    assert not any(isinstance(x, torch.Tensor) for x in _leaves(key))
+
+
+def _leaves(x):
+    if isinstance(x, tuple | list):
+        for y in x:
+            yield from _leaves(y)
+    else:
+        yield x
+
+
+@pytest.mark.parametrize("grad_mode", ["no_grad", "inference_mode", "grad", "grad_frozen"])
+def test_a_training_module_updates_its_buffers_once_per_call(grad_mode: str) -> None:
+    """A module in training mode compiled and called under any grad mode: after
+    each call (the first, which compiles, included) its BatchNorm's running
+    statistics and batch count equal eager's, and so do later `eval()` outputs.
+    The import's run of the graph must not update the real buffers."""
+    import copy
+
+    torch.manual_seed(0)
+    eager = nn.Sequential(nn.Linear(8, 8), nn.BatchNorm1d(8), nn.ReLU())
+    model = copy.deepcopy(eager)
+    if grad_mode == "grad_frozen":  # grad mode on, yet nothing for autograd to record
+        for m in (eager, model):
+            m.requires_grad_(False)
+    context = {
+        "no_grad": torch.no_grad,
+        "inference_mode": torch.inference_mode,
+        "grad": torch.enable_grad,
+        "grad_frozen": torch.enable_grad,
+    }[grad_mode]
+    f = fusec.compile(model)
+    for _ in range(3):
+        x = torch.randn(16, 8)
+        with context():
+            torch.testing.assert_close(f(x), eager(x))
+        for (name, got), want in zip(model.named_buffers(), eager.buffers(), strict=True):
+            torch.testing.assert_close(got, want, msg=name)
+    model.eval()
+    eager.eval()
+    x = torch.randn(16, 8)
+    with context():
+        torch.testing.assert_close(f(x), eager(x))

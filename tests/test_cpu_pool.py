@@ -159,3 +159,26 @@ def test_pooled_outputs_follow_inference_mode_and_autograd(out_pool):
     xe = x.clone().requires_grad_()
     _fn(xe, y).sum().backward()
     torch.testing.assert_close(xg.grad, xe.grad)
+
+
+@pytest.mark.parametrize("keep", ["untyped_storage", "storage"])
+def test_a_storage_kept_without_its_tensor_is_not_reused(out_pool, keep):
+    """`s = f(x).untyped_storage()` (or `.storage()`) drops the tensor and keeps
+    the storage: a later call must not write its output into `s`."""
+    import warnings
+
+    f = fusec.compile(_fn)
+    x, y = _args(0)
+    want = _fn(x, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # TypedStorage is deprecated
+        kept = getattr(f(x, y), keep)()
+    for seed in (1, 2):
+        later = f(*_args(seed))
+        torch.testing.assert_close(later, _fn(*_args(seed)))
+        del later
+    got = torch.empty(0).set_(kept if keep == "untyped_storage" else kept._untyped_storage)
+    torch.testing.assert_close(got[: want.numel()].view(want.shape), want)
+    del kept, got
+    f(*_args(3))  # the block is free again once the storage is dropped
+    assert out_pool.reused >= 1

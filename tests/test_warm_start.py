@@ -263,3 +263,45 @@ def test_a_loaded_kernel_step_runs_its_group_body_when_the_kernel_declines(cache
     assert len(by_kernel) == len(by_body) == 2
     for k, b in zip(by_kernel, by_body, strict=True):
         torch.testing.assert_close(k, b)
+
+
+_MODES_CHILD = textwrap.dedent(
+    """
+    import copy, json, sys
+    import fusec, torch
+    from torch import nn
+
+    torch.manual_seed(0)
+    eager = nn.Sequential(nn.Linear(8, 8), nn.BatchNorm1d(8), nn.ReLU())
+    model = copy.deepcopy(eager)
+    for m in (eager, model):
+        m.train(sys.argv[1] == "train")
+    f = fusec.compile(model)
+    ok = []
+    for step in range(2):
+        x = torch.randn(16, 8)
+        with torch.no_grad():
+            ok.append(torch.allclose(f(x), eager(x), atol=1e-5))
+        ok += [torch.allclose(a.float(), b.float(), atol=1e-6)
+               for a, b in zip(model.buffers(), eager.buffers())]
+    print(json.dumps({"ok": ok, "hits": fusec.cache_stats()["disk_hits"]}))
+    """
+)
+
+
+def test_a_module_in_another_mode_misses_the_entry_of_the_first(cache_dir):
+    """Two processes share a cache: the first compiles a module in eval mode,
+    the second calls it in training mode. The modules' training flags are part
+    of the warm-start and program keys, so the second compiles its own program:
+    batch statistics, and running statistics updated as eager updates them."""
+    env = {**os.environ, "FUSEC_CACHE_DIR": str(cache_dir)}
+    runs = []
+    for mode in ("eval", "train", "eval"):
+        p = subprocess.run(
+            [sys.executable, "-c", _MODES_CHILD, mode], env=env, capture_output=True, text=True
+        )
+        assert p.returncode == 0, p.stderr[-3000:]
+        runs.append(json.loads(p.stdout.strip().splitlines()[-1]))
+    for run in runs:
+        assert all(run["ok"]), run
+    assert runs[2]["hits"] >= 1  # the eval entry still serves eval mode
