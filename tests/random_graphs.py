@@ -19,6 +19,13 @@ overflows differently; each value carries `exact` and `bound` for that.
 
 Views to new sizes (`view`/`reshape`/`flatten`) are not generated: their sizes
 are baked in at import (issue 11 makes them symbolic).
+
+Now and then (`HAZARD_RATE` of the ops, `SPECIAL_RATE` of the float inputs)
+a graph also draws the patterns fused code once got wrong (issue 31; see
+`random_graph_hazards.py`): cats around in-place writes, `.contiguous()` copies
+written to, half ops with extreme Python scalars then explicit casts, and inputs
+mixing -0.0 with inf, NaN and huge values into sin/cos. Those draws come from
+a stream of their own, so a seed that draws none gives the graph it gave before.
 """
 
 from __future__ import annotations

@@ -83,7 +83,7 @@ def test_random_graph_matches_eager(seed: int) -> None:
 
 # Large outputs come from the CPU output pool (`fusec.runtime.cpu_pool`): a
 # caller that keeps only an output's storage still owns it.
-BIG_ELEMENTS = 1 << 20
+BIG_ELEMENTS = 1 << 19
 
 
 def _big_shape(full: tuple[int, ...]) -> tuple[int, ...]:
