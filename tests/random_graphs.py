@@ -19,6 +19,13 @@ overflows differently; each value carries `exact` and `bound` for that.
 
 Views to new sizes (`view`/`reshape`/`flatten`) are not generated: their sizes
 are baked in at import (issue 11 makes them symbolic).
+
+Now and then (`HAZARD_RATE` of the ops, `SPECIAL_RATE` of the float inputs)
+a graph also draws the patterns fused code once got wrong (issue 31; see
+`random_graph_hazards.py`): cats around in-place writes, `.contiguous()` copies
+written to, half ops with extreme Python scalars then explicit casts, and inputs
+mixing -0.0 with inf, NaN and huge values into sin/cos. Those draws come from
+a stream of their own, so a seed that draws none gives the graph it gave before.
 """
 
 from __future__ import annotations
@@ -46,6 +53,10 @@ INPUT_DTYPES = (
     (torch.uint8, 1),
     (torch.bool, 1),
 )
+HAZARD_RATE = 0.06
+"""Chance that an op is one of `random_graph_hazards`' patterns."""
+SPECIAL_RATE = 0.12
+"""Chance that a float input mixes in signed zeros, infinities, NaNs and huge values."""
 LAYOUTS = ("contiguous", "contiguous", "contiguous", "transposed", "sliced", "expanded")
 
 
@@ -78,24 +89,32 @@ class InputSpec:
     dims: tuple[int, ...]
     """Indices into the full shape; -1 marks a dim of size 1."""
     layout: str
+    special: int = 0
+    """Nonzero: some elements are special values (`SPECIALS`), drawn from their
+    own generator salted by this number."""
 
     def make(self, full: tuple[int, ...], rng: torch.Generator) -> torch.Tensor:
         shape = tuple(1 if d < 0 else full[d] for d in self.dims)
         if self.layout == "expanded":
             # Size-1 dims of the source broadcast to the full size with stride 0.
-            src = _values((1,) * len(shape), self.dtype, rng)
+            src = _values((1,) * len(shape), self.dtype, rng, self.special)
             return src.expand(shape) if all(s >= 1 for s in shape) else src
         if self.layout == "transposed" and len(shape) >= 2:
-            t = _values((*shape[:-2], shape[-1], shape[-2]), self.dtype, rng)
+            t = _values((*shape[:-2], shape[-1], shape[-2]), self.dtype, rng, self.special)
             return t.transpose(-1, -2)
         if self.layout == "sliced":
-            t = _values((*shape[:-1], shape[-1] * 2), self.dtype, rng)
+            t = _values((*shape[:-1], shape[-1] * 2), self.dtype, rng, self.special)
             return t[..., ::2]
-        return _values(shape, self.dtype, rng)
+        return _values(shape, self.dtype, rng, self.special)
 
 
-def _values(shape: tuple[int, ...], dtype: torch.dtype, rng: torch.Generator) -> torch.Tensor:
-    """Values from the CPU generator `rng`, on torch's default device."""
+SPECIALS = (-0.0, -0.0, -0.0, 0.0, math.inf, -math.inf, math.nan, 1e30, -1e30, 3e5)
+
+
+def _values(shape: tuple[int, ...], dtype: torch.dtype, rng: torch.Generator, special: int = 0) -> torch.Tensor:
+    """Values from the CPU generator `rng`, on torch's default device; with
+    `special`, about a third of a float tensor's elements are `SPECIALS`, the
+    first one -0.0 and another one infinite, NaN or huge."""
     cpu = torch.device("cpu")
     if dtype == torch.bool:
         x = torch.randint(0, 2, shape, generator=rng, device=cpu).bool()
@@ -103,7 +122,20 @@ def _values(shape: tuple[int, ...], dtype: torch.dtype, rng: torch.Generator) ->
         # Small integers: zeros (division by zero) and negatives are frequent.
         x = torch.randint(-4, 5, shape, generator=rng, device=cpu).to(dtype)
     else:
-        x = (torch.rand(shape, generator=rng, dtype=torch.float64, device=cpu) * 6 - 3).to(dtype)
+        x = torch.rand(shape, generator=rng, dtype=torch.float64, device=cpu) * 6 - 3
+        if special:
+            # Their own generator: the other elements are those of a plain input.
+            g = torch.Generator().manual_seed(rng.initial_seed() * 64 + special)
+            pick = torch.randint(len(SPECIALS), shape, generator=g)
+            mask = torch.rand(shape, generator=g, dtype=torch.float64) < 0.35
+            x = torch.where(mask, torch.tensor(SPECIALS, dtype=torch.float64)[pick], x)
+            if x.numel() >= 2:
+                # A signed zero next to a huge or non-finite lane, even in small tensors.
+                flat = x.view(-1)
+                flat[0] = -0.0
+                big = SPECIALS[4 + int(torch.randint(len(SPECIALS) - 4, (), generator=g))]
+                flat[1 + int(torch.randint(x.numel() - 1, (), generator=g))] = big
+        x = x.to(dtype)
     return x.to(torch.get_default_device())
 
 
@@ -129,6 +161,7 @@ class RandomGraph:
 @dataclass
 class _Builder:
     rnd: random.Random
+    hazards: random.Random
     values: list[Value] = field(default_factory=list)
     lines: list[str] = field(default_factory=list)
     outputs: list[Value] = field(default_factory=list)
@@ -151,9 +184,14 @@ class _Builder:
                 pass
         return False
 
-    def emit(self, expr: str, exact: bool, bound: float, nan: bool = False, in_place: Value | None = None) -> bool:
+    def emit(
+        self, expr: str, exact: bool, bound: float, nan: bool = False, in_place: Value | None = None,
+        rounded: bool = False,
+    ) -> bool:
         """Runs `expr` on the examples; keeps it (as a new value, or as a write
-        to `in_place`) if eager accepts it and it stays a tensor we can compare."""
+        to `in_place`) if eager accepts it and it stays a tensor we can compare.
+        `rounded`: `expr` is an explicit cast of a half value one op made from
+        exact values, which rounds it as eager did (the result is not `halfy`)."""
         name = f"v{len(self.lines)}"
         by_name = {v.name: v for v in self.values}
         deps = [by_name[n] for n in re.findall(r"\b[xv]\d+\b", expr) if n in by_name]
@@ -171,7 +209,7 @@ class _Builder:
             exact = False
             if max(d.bound for d in deps) > 64:
                 return self._restore(saved)
-        halfy = any(d.halfy for d in deps) or (result.dtype in HALVES and not exact)
+        halfy = not rounded and (any(d.halfy for d in deps) or (result.dtype in HALVES and not exact))
         if result.dtype == torch.uint8:  # wraps to 0..255 whatever it computed
             bound = 255.0
         if in_place is not None:
@@ -216,6 +254,16 @@ def _comparable(v: Value) -> bool:
 
 
 def _op(b: _Builder) -> bool:
+    # The hazards draw from their own stream: a graph that draws none is the
+    # graph its seed gave before they existed.
+    if b.hazards.random() < HAZARD_RATE:
+        from random_graph_hazards import hazard
+
+        b.rnd, rnd = b.hazards, b.rnd
+        try:
+            return hazard(b)
+        finally:
+            b.rnd = rnd
     rnd = b.rnd
     x = b.pick()
     assert x is not None
@@ -245,6 +293,8 @@ def _op(b: _Builder) -> bool:
             "F.leaky_relu({}, " + rnd.choice(["0.0", "0.2", "0.01"]) + ")": (False, x.bound),
             "torch.erf({})": (False, 1.0),
         }  # fmt: skip
+        if math.isinf(x.bound):  # special values: only into sin/cos (see random_graph_hazards)
+            choices = {k: v for k, v in choices.items() if k.startswith(("torch.sin", "torch.cos"))}
         expr, (exact, bound) = rnd.choice(list(choices.items()))
         if not _fits(x, bound):
             return False
@@ -332,42 +382,7 @@ def _op(b: _Builder) -> bool:
         return b.emit(expr, x.exact, x.bound, x.nan)
     if kind == "inplace":
         target = b.pick(lambda v: v.example.numel() > 0)
-        if target is None:
-            return False
-        t = target.name
-        if rnd.random() < 0.4 and target.example.dim() >= 1:
-            # Through a view of it.
-            view = rnd.choice([f"{t}[None]", f"{t}[..., :1]", f"{t}.unsqueeze(0)"]
-                              + ([f"{t}.transpose(-1, -2)"] if target.example.dim() >= 2 else []))  # fmt: skip
-            t = f"({view})"
-        tfloat = target.dtype in FLOATS
-        if tfloat and target.dtype not in HALVES:
-            op = rnd.choice(["add_", "mul_", "sub_", "sigmoid_", "tanh_", "relu_", "clamp_", "div_"])
-        elif tfloat:
-            op = rnd.choice(["relu_", "neg_", "abs_", "clamp_"])
-        elif target.dtype == torch.bool:
-            op = rnd.choice(["logical_not_", "logical_and_"])
-        else:
-            op = rnd.choice(["add_", "mul_", "sub_", "neg_", "abs_", "clamp_"])
-        y = b.pick(lambda v: v is not target)
-        if op in ("add_", "mul_", "sub_", "div_", "logical_and_"):
-            arg = y.name if y is not None and rnd.random() < 0.6 else _scalar(rnd, target.dtype)
-            if arg in ("True", "False") and op != "logical_and_":
-                arg = "2"
-            bound = target.bound + (y.bound if y is not None and arg == y.name else 3)
-            if op == "mul_":
-                bound = target.bound * (y.bound if y is not None and arg == y.name else 3)
-            if op == "div_":
-                bound = 1e30
-            if not _fits(target, bound):
-                return False
-            exact = (target.dtype not in HALVES) and target.exact and (y is None or arg != y.name or y.exact)
-            return b.emit(f"{t}.{op}({arg})", exact, bound, in_place=target, nan=op == "div_")
-        if op == "clamp_":
-            lo = rnd.choice(["-1", "0", "0.5"]) if tfloat else rnd.choice(["-1", "0", "1"])
-            return b.emit(f"{t}.clamp_(min={lo})", target.exact, target.bound, in_place=target)
-        exact = target.exact and op in ("relu_", "neg_", "abs_", "logical_not_")
-        return b.emit(f"{t}.{op}()", exact, max(target.bound, 1.0), in_place=target)
+        return target is not None and inplace(b, target)
     if kind == "div":
         if x.dtype not in INTS:
             return False
@@ -403,6 +418,47 @@ def _op(b: _Builder) -> bool:
     return False
 
 
+def inplace(b: _Builder, target: Value) -> bool:
+    """An in-place op on `target`, directly or through a view of it."""
+    rnd = b.rnd
+    t = target.name
+    if rnd.random() < 0.4 and target.example.dim() >= 1:
+        # Through a view of it.
+        view = rnd.choice([f"{t}[None]", f"{t}[..., :1]", f"{t}.unsqueeze(0)"]
+                          + ([f"{t}.transpose(-1, -2)"] if target.example.dim() >= 2 else []))  # fmt: skip
+        t = f"({view})"
+    tfloat = target.dtype in FLOATS
+    if tfloat and target.dtype not in HALVES:
+        op = rnd.choice(["add_", "mul_", "sub_", "sigmoid_", "tanh_", "relu_", "clamp_", "div_"])
+    elif tfloat:
+        op = rnd.choice(["relu_", "neg_", "abs_", "clamp_"])
+    elif target.dtype == torch.bool:
+        op = rnd.choice(["logical_not_", "logical_and_"])
+    else:
+        op = rnd.choice(["add_", "mul_", "sub_", "neg_", "abs_", "clamp_"])
+    if math.isinf(target.bound) and op in ("sigmoid_", "tanh_"):
+        return False  # inf/NaN lanes (special inputs) go only where eager's result is plain
+    y = b.pick(lambda v: v is not target)
+    if op in ("add_", "mul_", "sub_", "div_", "logical_and_"):
+        arg = y.name if y is not None and rnd.random() < 0.6 else _scalar(rnd, target.dtype)
+        if arg in ("True", "False") and op != "logical_and_":
+            arg = "2"
+        bound = target.bound + (y.bound if y is not None and arg == y.name else 3)
+        if op == "mul_":
+            bound = target.bound * (y.bound if y is not None and arg == y.name else 3)
+        if op == "div_":
+            bound = 1e30
+        if not _fits(target, bound):
+            return False
+        exact = (target.dtype not in HALVES) and target.exact and (y is None or arg != y.name or y.exact)
+        return b.emit(f"{t}.{op}({arg})", exact, bound, in_place=target, nan=op == "div_")
+    if op == "clamp_":
+        lo = rnd.choice(["-1", "0", "0.5"]) if tfloat else rnd.choice(["-1", "0", "1"])
+        return b.emit(f"{t}.clamp_(min={lo})", target.exact, target.bound, in_place=target)
+    exact = target.exact and op in ("relu_", "neg_", "abs_", "logical_not_")
+    return b.emit(f"{t}.{op}()", exact, max(target.bound, 1.0), in_place=target)
+
+
 def _broadcasts_to(a: torch.Tensor, b: torch.Tensor) -> bool:
     if a.dim() > b.dim():
         return False
@@ -411,6 +467,7 @@ def _broadcasts_to(a: torch.Tensor, b: torch.Tensor) -> bool:
 
 def generate(seed: int) -> RandomGraph:
     rnd = random.Random(seed)
+    hazards = random.Random(f"hazards {seed}")
     rank = rnd.randint(1, 3)
     full = tuple(rnd.choice([1, 2, 3, 4, 5]) for _ in range(rank))
     dtypes, weights = zip(*INPUT_DTYPES, strict=True)
@@ -421,7 +478,9 @@ def generate(seed: int) -> RandomGraph:
         layout = rnd.choice(LAYOUTS)
         if layout == "expanded" and all(full[d] == 1 for d in dims if d >= 0):
             layout = "contiguous"
-        specs.append(InputSpec(rnd.choices(dtypes, weights)[0], dims, layout))
+        dtype = rnd.choices(dtypes, weights)[0]
+        special = len(specs) + 1 if dtype in FLOATS and hazards.random() < SPECIAL_RATE else 0
+        specs.append(InputSpec(dtype, dims, layout, special))
     # Later calls: other sizes, same rank; size-1 dims mostly stay 1.
     shapes = [full]
     for _ in range(2):
@@ -429,12 +488,13 @@ def generate(seed: int) -> RandomGraph:
             tuple((1 if rnd.random() < 0.9 else rnd.randint(2, 6)) if s == 1 else rnd.randint(1, 6) for s in full)
         )
     graph_rng = torch.Generator().manual_seed(seed * 1000)
-    b = _Builder(rnd)
+    b = _Builder(rnd, hazards)
     names = [f"x{i}" for i in range(len(specs))]
     for name, spec in zip(names, specs, strict=True):
         ex = spec.make(full, graph_rng)
         b.env[name] = ex
-        b.values.append(Value(name, ex, True, 255.0 if ex.dtype == torch.uint8 else 3.0))
+        bound = math.inf if spec.special else 255.0 if ex.dtype == torch.uint8 else 3.0
+        b.values.append(Value(name, ex, True, bound, nan=bool(spec.special)))
     n_ops = rnd.randint(2, 30)
     tries = 0
     while len(b.lines) < n_ops and tries < n_ops * 20:
