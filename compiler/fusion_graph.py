@@ -56,7 +56,7 @@ svg { background: #fcfcfc; display: block; }
 .hit > rect { stroke: #e07b00; stroke-width: 3; }
 table { border-collapse: collapse; margin-top: 8px; }
 td, th { border: 1px solid #ddd; padding: 3px 8px; text-align: left; vertical-align: top; }
-td.num { text-align: right; font-variant-numeric: tabular-nums; }
+td.num { white-space: nowrap; text-align: right; font-variant-numeric: tabular-nums; }
 pre { background: #f6f6f6; padding: 8px; overflow: auto; }
 """
 
@@ -116,11 +116,12 @@ def _us(seconds: float) -> str:
     return f"{seconds * 1e6:.1f} us" if seconds < 1e-3 else f"{seconds * 1e3:.2f} ms"
 
 
-def _shade(share: float, top: float) -> str:
-    """A fill from white to red by `share` of the call (relative to the top row)."""
+def _shade(share: float, top: float, depth: float = 150) -> str:
+    """A fill from white to red by `share` of the call (relative to the top row);
+    `depth` is how red the top row gets (a group's box less, so its ops read)."""
     t = 0.0 if top <= 0 else min(1.0, share / top)
-    g = round(255 - 150 * t)
-    return f' style="fill: rgb(255,{g},{round(g * 0.9)})"'
+    g = round(255 - depth * t)
+    return f' style="fill: rgb(255,{g},{round(g * 0.92)})"'
 
 
 def render_svg(report: GraphReport, index: int = 0) -> str:
@@ -149,7 +150,7 @@ def render_svg(report: GraphReport, index: int = 0) -> str:
         timing, shade = "", ""
         if prof is not None and (row := next((r for r in prof.rows if r.id == g.name), None)):
             timing = f" · {_us(row.seconds)} ({100 * row.share:.0f}%)"
-            shade = _shade(row.share, top)
+            shade = _shade(row.share, top, 80)
         ops = " ".join(o.id for o in g.ops)
         out.append(
             f'<g class="group{" fallback" if fallback else ""}" id="{prefix}-{g.name}" '
