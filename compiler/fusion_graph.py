@@ -88,6 +88,15 @@ function fusecToggle(group) {
   svg.querySelectorAll('.op[data-group="' + name + '"], .edge[data-inside="' + name + '"]')
     .forEach(function (n) { n.classList.toggle("collapsed-member", collapsed); });
 }
+function fusecCollapseAll(button) {
+  var svg = document.getElementById(button.getAttribute("data-for"));
+  var collapse = button.getAttribute("data-collapsed") !== "1";
+  svg.querySelectorAll(".group").forEach(function (g) {
+    if (g.classList.contains("collapsed") !== collapse) { fusecToggle(g); }
+  });
+  button.setAttribute("data-collapsed", collapse ? "1" : "0");
+  button.textContent = collapse ? "expand all groups" : "collapse all groups";
+}
 window.addEventListener("load", function () {
   document.querySelectorAll(".group > text.title").forEach(function (t) {
     t.addEventListener("click", function () { fusecToggle(t.parentNode); });
@@ -304,7 +313,8 @@ def render_html(reports: Sequence[GraphReport], title: str = "fusec fusion graph
         body.append(
             f'<div class="tools"><input type="search" data-for="g{i}" '
             'placeholder="find an op by name, value or source line" '
-            'oninput="fusecSearch(this)"> <span class="hits"></span></div>'
+            'oninput="fusecSearch(this)"> <span class="hits"></span> '
+            f'<button data-for="g{i}" onclick="fusecCollapseAll(this)">collapse all groups</button></div>'
         )
         body.append(f'<div class="scroll">{render_svg(r, i)}</div>')
         if r.profile is not None:

@@ -94,7 +94,7 @@ def test_a_script_error_on_the_page_is_reported(tmp_path):
 
 
 def test_search_and_collapse_run_in_the_browser(tmp_path):
-    """The page's search box and a group's collapse work (run by a script added
+    """The page's search box, a group's collapse and "collapse all" work (run by a script added
     to a copy of the page, which then records what it saw)."""
     report = gpt2_report()
     path = tmp_path / "search.html"
@@ -107,6 +107,10 @@ def test_search_and_collapse_run_in_the_browser(tmp_path):
       document.body.setAttribute("data-hidden",
         String(document.querySelectorAll(".op.collapsed-member").length));
       document.body.setAttribute("data-group-ops", g.getAttribute("data-ops").split(" ").length);
+      fusecToggle(g);
+      fusecCollapseAll(document.querySelector("button[data-for]"));
+      document.body.setAttribute("data-all-hidden",
+        String(document.querySelectorAll(".op.fused.collapsed-member").length));
     });</script></body>"""
     path.write_text(path.read_text().replace("</body>", probe))
     attrs = body(chromium("--dump-dom", path.as_uri()))
@@ -114,3 +118,5 @@ def test_search_and_collapse_run_in_the_browser(tmp_path):
     matmuls = sum(1 for o in report.graphs[0].ops if "matmul" in o.name)
     assert matmuls >= 2 and attrs.get("data-hits") == str(matmuls)
     assert attrs.get("data-hidden") == attrs.get("data-group-ops")
+    fused = sum(len(g.ops) for g in report.groups)
+    assert attrs.get("data-all-hidden") == str(fused)
