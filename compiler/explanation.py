@@ -102,6 +102,8 @@ class GraphReport:
     """Why the specialization that ran cannot be explained (it has no IR)."""
     profile: GraphProfile | None = None
     """Time per kernel and per PyTorch op (`fusec.explain(..., profile=True)`)."""
+    unprofiled: str | None = None
+    """Why a profile was asked for and not made (the call ran eagerly)."""
 
     def lines(self) -> list[str]:
         out = [
@@ -110,6 +112,8 @@ class GraphReport:
         ]
         out.append("  specializations:")
         out += [f"    {s}" for s in self.specializations] or ["    (none yet)"]
+        if self.unprofiled is not None:
+            out.append(f"  not profiled: {self.unprofiled}")
         if self.eager_reason is not None:
             out.append(f"  runs eagerly: {self.eager_reason}")
             return out
@@ -473,10 +477,13 @@ def explain(
 
 def _profiled(fn: CompiledFunction, inputs: Sequence[Any], runs: int) -> GraphReport:
     """`fn`'s report with its profile on `inputs` (`fn` was just called on them)."""
-    from fusec.profiling import profile_graph
+    from fusec.profiling import Unprofiled, profile_graph
 
     report = graph_report(fn)
-    report.profile = profile_graph(fn, inputs, report, runs)
+    try:
+        report.profile = profile_graph(fn, inputs, report, runs)
+    except Unprofiled as e:  # an eager call: the report says why, and that
+        report.unprofiled = str(e)
     return report
 
 

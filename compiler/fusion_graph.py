@@ -310,6 +310,8 @@ def render_html(reports: Sequence[GraphReport], title: str = "fusec fusion graph
         )
         if r.eager_reason is not None:
             body.append(f"<p>Runs eagerly: {escape(r.eager_reason)}</p>")
+        if r.unprofiled is not None:
+            body.append(f"<p>Not profiled: {escape(r.unprofiled)}</p>")
         body.append(
             f'<div class="tools"><input type="search" data-for="g{i}" '
             'placeholder="find an op by name, value or source line" '

@@ -30,6 +30,10 @@ if TYPE_CHECKING:
     from fusec.explanation import GraphReport
 
 
+class Unprofiled(ValueError):
+    """The call ran no host program (eagerly, or a training call): nothing to time."""
+
+
 @dataclass(frozen=True)
 class ProfileRow:
     """One fused kernel or one op run through PyTorch (or a group run through
@@ -105,9 +109,9 @@ def profile_graph(
 
     spec = fn.last
     if spec is None or spec.program is None or spec.training is not None:
-        raise ValueError(
-            "fusec.explain(profile=True): the call ran no host program "
-            f"({report.eager_reason or 'eager or training call'}); nothing to profile"
+        raise Unprofiled(
+            "the call ran no host program of fusec's "
+            f"({report.eager_reason or 'a training call'}); nothing to time"
         )
     bound = fn._bind(args, {})
     call_args = tuple(bound) if bound is not None else tuple(args)

@@ -105,3 +105,18 @@ def test_profile_with_torch_compile_backend_is_a_clear_error():
             backend="torch.compile",
             profile=True,
         )
+
+
+def test_profile_of_a_graph_that_runs_eagerly_says_why_in_the_report():
+    def branchy(x):
+        if x.sum() > 0:  # torch.fx cannot trace it: the call runs eagerly
+            return x * 2
+        return x
+
+    with pytest.warns(UserWarning, match="running eagerly"):
+        report = fusec.explain(branchy, torch.ones(3), profile=True)
+    (graph,) = report.graphs
+    assert graph.profile is None and report.profiles == []
+    assert "not profiled: the call ran no host program" in str(report)
+    assert "cannot trace" in graph.unprofiled
+    assert "Not profiled: the call ran no host program" in report.to_html()
