@@ -8,10 +8,12 @@ PyTorch gets a row; `host` is the time between them (the run loop, the guards);
 `total / call` says how far the breakdown can be trusted:
 
     profile (mean of the 10 fastest of 20 runs):
-      group_3  kernel            41.2 us  30.1%   add,gelu (gpt2_block.py:39)
-      op12     PyTorch aten.linear  38.0 us  27.8%   (gpt2_block.py:39)
-      host     between steps      6.1 us   4.5%
-      total 136.9 us; an ordinary call 140.2 us (steps + host = 97.6% of it)
+      op18      PyTorch              27.3 us   9.7%   aten.matmul %matmul (gpt2_block.py:29)
+      group_1   kernel               16.3 us   5.8%   mul,where,amax,sub,... (gpt2_block.py:30, ...)
+      ...
+      host      between steps        70.5 us  25.1%
+      kernels 56.6 us, PyTorch ops 153.9 us, host 70.5 us: total 280.9 us; an
+      ordinary call 293.9 us (the breakdown is 95.6% of it)
 
 Rows are matched to the report's groups and ops by order: the program's
 top-level steps are the function's ops in IR order, as the report's are.
