@@ -92,3 +92,13 @@ def test_two_hundred_op_graph_layout():
     (graph,) = report.graphs
     assert len(graph.ops) >= 200
     check_layout(report)
+
+
+def test_random_graphs_layout():
+    """Graphs of every shape the random generator makes: views, several groups,
+    inputs read at many depths, results that are inputs."""
+    from random_graphs import generate
+
+    for seed in range(20):
+        g = generate(seed)
+        check_layout(fusec.explain(g.fn, *g.inputs(0), use_kernels=False))
