@@ -15,7 +15,8 @@ name, value or source line matches; clicking a group's title collapses it to
 one box.
 
 Every node and box carries `data-op` / `data-group` attributes (what the tests
-look for). The page's script records script errors (`window.onerror`) and,
+look for). The page's script records script errors (`error` events, unhandled
+rejections, `console.error`) and,
 once drawn, marks the body `data-rendered="<count>"` (nodes and boxes laid out
 with a non-empty box), `data-expected`, `data-errors` and `data-ok`.
 """
@@ -63,6 +64,16 @@ pre { background: #f6f6f6; padding: 8px; overflow: auto; }
 _ERRORS = """
 window.fusecErrors = [];
 window.addEventListener("error", function (e) { window.fusecErrors.push(String(e.message)); });
+window.addEventListener("unhandledrejection", function (e) {
+  window.fusecErrors.push("unhandled rejection: " + String(e.reason));
+});
+(function () {
+  var log = console.error;
+  console.error = function () {
+    window.fusecErrors.push(Array.prototype.join.call(arguments, " "));
+    return log.apply(console, arguments);
+  };
+})();
 """
 
 _SCRIPT = """

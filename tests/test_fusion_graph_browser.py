@@ -81,16 +81,21 @@ def test_page_draws_every_group_and_op_without_script_errors(make, tmp_path):
         assert dom.count("data-profile-row=") == len(report.graphs[0].profile.rows)
 
 
-def test_a_script_error_on_the_page_is_reported(tmp_path):
-    """The check above can fail: a page whose script throws says so."""
+@pytest.mark.parametrize(
+    "script, text",
+    [("noSuchFunction();", "noSuchFunction"), ('console.error("bad draw");', "bad draw")],
+    ids=["exception", "console_error"],
+)
+def test_a_script_error_on_the_page_is_reported(script, text, tmp_path):
+    """The check above can fail: a page whose script throws, or logs an error,
+    says so."""
     report = readme_report()
     path = tmp_path / "broken.html"
     report.save_html(path)
-    text = path.read_text().replace("</body>", "<script>noSuchFunction();</script></body>")
-    path.write_text(text)
+    path.write_text(path.read_text().replace("</body>", f"<script>{script}</script></body>"))
     attrs = body(chromium("--dump-dom", path.as_uri()))
     assert attrs.get("data-errors") == "1" and attrs.get("data-ok") == "0"
-    assert "noSuchFunction" in attrs.get("data-error-text", "")
+    assert text in attrs.get("data-error-text", "")
 
 
 def test_search_and_collapse_run_in_the_browser(tmp_path):
