@@ -178,6 +178,13 @@ class Report:
         with open(path, "w", encoding="utf-8") as f:
             f.write(self.to_html())
 
+    def save_model_explorer(self, graph_path: Any, node_data_path: Any = None) -> None:
+        """Write the graphs for Google's Model Explorer (groups as collapsible
+        layers) and, with a profile, its times as node data (`fusec.model_explorer`)."""
+        from fusec.model_explorer import save
+
+        save(self, graph_path, node_data_path)
+
     def _repr_html_(self) -> str:  # notebooks
         return self.to_html()
 
