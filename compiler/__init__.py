@@ -89,16 +89,23 @@ def compile(graph: Any, example_inputs: Any = None, **options: Any) -> Any:
     return _compile(graph, example_inputs, **options)
 
 
-def explain(fn_or_module: Any, *example_inputs: Any, backend: str = "fusec", **options: Any) -> Any:
+def explain(
+    fn_or_module: Any,
+    *example_inputs: Any,
+    backend: str = "fusec",
+    profile: bool = False,
+    **options: Any,
+) -> Any:
     """Compile `fn_or_module`, run it once on `example_inputs`, and return a report
     of what fused: groups (ops, kernel key, built or cached), each op left outside a
     group with the fuse pass's reason, the specializations and why each was made.
     `print(report)`; `report.save_html("fusion.html")` draws the fusion graph.
     `backend="torch.compile"` reports every graph Dynamo hands over; `options` are
-    `fusec.compile`'s. See `fusec.explanation.explain`."""
+    `fusec.compile`'s. `profile=True` adds the time of each kernel and each op
+    run through PyTorch (`report.profiles`). See `fusec.explanation.explain`."""
     from fusec.explanation import explain as _explain
 
-    return _explain(fn_or_module, *example_inputs, backend=backend, **options)
+    return _explain(fn_or_module, *example_inputs, backend=backend, profile=profile, **options)
 
 
 def set_logs(spec: str | None = None, **channels: Any) -> None:

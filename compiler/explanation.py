@@ -32,6 +32,7 @@ from xdsl.ir import Operation
 
 if TYPE_CHECKING:
     from fusec.compiled import CompiledFunction, Specialization
+    from fusec.profiling import GraphProfile
 
 
 @dataclass(frozen=True)
@@ -99,6 +100,10 @@ class GraphReport:
     results: list[str] = field(default_factory=list)
     unexplained: str | None = None
     """Why the specialization that ran cannot be explained (it has no IR)."""
+    profile: GraphProfile | None = None
+    """Time per kernel and per PyTorch op (`fusec.explain(..., profile=True)`)."""
+    unprofiled: str | None = None
+    """Why a profile was asked for and not made (the call ran eagerly)."""
 
     def lines(self) -> list[str]:
         out = [
@@ -107,6 +112,8 @@ class GraphReport:
         ]
         out.append("  specializations:")
         out += [f"    {s}" for s in self.specializations] or ["    (none yet)"]
+        if self.unprofiled is not None:
+            out.append(f"  not profiled: {self.unprofiled}")
         if self.eager_reason is not None:
             out.append(f"  runs eagerly: {self.eager_reason}")
             return out
@@ -127,6 +134,8 @@ class GraphReport:
         if self.unfused:
             out.append("  not fused:")
             out += [f"    {op.label()}: {op.remark}" for op in self.unfused]
+        if self.profile is not None:
+            out += self.profile.lines()
         return out
 
 
@@ -143,6 +152,11 @@ class Report:
     @property
     def unfused(self) -> list[OpReport]:
         return [op for graph in self.graphs for op in graph.unfused]
+
+    @property
+    def profiles(self) -> list[GraphProfile]:
+        """The graphs' profiles (`fusec.explain(..., profile=True)`)."""
+        return [g.profile for g in self.graphs if g.profile is not None]
 
     @property
     def kernels(self) -> int:
@@ -163,6 +177,13 @@ class Report:
         """Write the fusion graph as one self-contained HTML file (inline SVG)."""
         with open(path, "w", encoding="utf-8") as f:
             f.write(self.to_html())
+
+    def save_model_explorer(self, graph_path: Any, node_data_path: Any = None) -> None:
+        """Write the graphs for Google's Model Explorer (groups as collapsible
+        layers) and, with a profile, its times as node data (`fusec.model_explorer`)."""
+        from fusec.model_explorer import save
+
+        save(self, graph_path, node_data_path)
 
     def _repr_html_(self) -> str:  # notebooks
         return self.to_html()
@@ -400,28 +421,50 @@ def log_graph(report: GraphReport) -> None:
 
 
 def explain(
-    fn_or_module: Any, *example_inputs: Any, backend: str = "fusec", **options: Any
+    fn_or_module: Any,
+    *example_inputs: Any,
+    backend: str = "fusec",
+    profile: bool = False,
+    runs: int = 20,
+    **options: Any,
 ) -> Report:
     """Compile `fn_or_module`, run it once on `example_inputs`, and report what fused.
 
     `backend="fusec"` (default) uses `fusec.compile(fn_or_module, **options)`;
     `backend="torch.compile"` uses `torch.compile(fn_or_module, backend="fusec")`
     and reports every graph Dynamo handed over. A `CompiledFunction` (or a list of
-    them, e.g. `fusec.dynamo_graphs()`) is reported as it stands, without a call.
+    them, e.g. `fusec.dynamo_graphs()`) is reported as it stands, without a call
+    (with `profile=True` it is called on `example_inputs`).
+
+    `profile=True` then runs the graph `runs` more times and reports the time of
+    each fused kernel and each op run through PyTorch, the host time between
+    them and the totals (`report.profiles`; a column in the text and the page).
     """
     from fusec.compiled import CompiledFunction
     from fusec.compiled import compile as fusec_compile
 
+    if profile and backend != "fusec":
+        raise ValueError(
+            "fusec.explain(profile=True) profiles a fusec.compile graph: use "
+            "backend='fusec' (Dynamo's graphs are called by Dynamo, not by explain)"
+        )
     if isinstance(fn_or_module, CompiledFunction):
+        if profile:
+            fn_or_module(*example_inputs)
+            return Report([_profiled(fn_or_module, example_inputs, runs)])
         return Report([graph_report(fn_or_module)])
     if isinstance(fn_or_module, Sequence) and all(
         isinstance(f, CompiledFunction) for f in fn_or_module
     ):
+        if profile:
+            raise ValueError("fusec.explain(profile=True) takes one compiled function")
         return Report([graph_report(f) for f in fn_or_module])
     options.setdefault("program_cache", False)  # the fuse pass must run for its reasons
     if backend == "fusec":
         compiled = fusec_compile(fn_or_module, **options)
         compiled(*example_inputs)
+        if profile:
+            return Report([_profiled(compiled, example_inputs, runs)])
         return Report([graph_report(compiled)])
     if backend in ("torch.compile", "dynamo"):
         import torch
@@ -437,6 +480,18 @@ def explain(
         torch.compile(fn_or_module, backend=recording)(*example_inputs)
         return Report([graph_report(f) for f in graphs])
     raise ValueError(f"unknown backend {backend!r}: use 'fusec' or 'torch.compile'")
+
+
+def _profiled(fn: CompiledFunction, inputs: Sequence[Any], runs: int) -> GraphReport:
+    """`fn`'s report with its profile on `inputs` (`fn` was just called on them)."""
+    from fusec.profiling import Unprofiled, profile_graph
+
+    report = graph_report(fn)
+    try:
+        report.profile = profile_graph(fn, inputs, report, runs)
+    except Unprofiled as e:  # an eager call: the report says why, and that
+        report.unprofiled = str(e)
+    return report
 
 
 __all__ = ["KINDS", "Report", "GraphReport", "GroupReport", "OpReport", "explain"]

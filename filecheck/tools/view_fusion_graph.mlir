@@ -9,9 +9,9 @@
 // CHECK: <!DOCTYPE html>
 // CHECK: <svg {{.*}}data-graph="mlp_tail"
 // CHECK: <g class="group" id="g0-group_0" data-group="group_0" data-ops="op1 op2"
-// CHECK-DAG: <g class="op unfused" id="g0-op0" data-op="aten.mm" data-id="op0" data-remark="barrier">
-// CHECK-DAG: <g class="op fused" id="g0-op1" data-op="aten.add" data-id="op1" data-group="group_0">
-// CHECK-DAG: <g class="op fused" id="g0-op2" data-op="aten.tanh" data-id="op2" data-group="group_0">
+// CHECK-DAG: <g class="op unfused" id="g0-op0" data-op="aten.mm" data-id="op0" data-node="" data-src="" data-remark="barrier">
+// CHECK-DAG: <g class="op fused" id="g0-op1" data-op="aten.add" data-id="op1" data-node="" data-src="" data-group="group_0">
+// CHECK-DAG: <g class="op fused" id="g0-op2" data-op="aten.tanh" data-id="op2" data-node="" data-src="" data-group="group_0">
 // CHECK: <td>matrix product (aten.mm), runs through PyTorch</td><td>barrier</td>
 // CHECK-NOT: <script src
 func.func @mlp_tail(%x: tensor<4x8xf32>, %w: tensor<8x3xf32>, %b: tensor<3xf32>) -> tensor<4x3xf32> {
