@@ -17,11 +17,21 @@ import threading
 from collections.abc import Sequence
 from typing import IO
 
-from fusec.diagnostics import LocatedError, format_parse_error, parse_and_verify
+from fusec.diagnostics import (
+    LocatedError,
+    format_parse_error,
+    located_verify_error,
+    parse_and_verify,
+)
 from fusec.pass_help import wants_help
 from fusec.pipelines import EMIT_PIPELINES, FUSE_PIPELINE
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
+from xdsl.utils.exceptions import (
+    ArgSpecParseError,
+    DiagnosticException,
+    ParseError,
+    VerifyException,
+)
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 
@@ -122,6 +132,14 @@ class FusecOptMain(xDSLOptMain):
             arg_parser.formatter_class = argparse.RawDescriptionHelpFormatter
 
     def apply_passes(self, prog: ModuleOp) -> None:
+        # xDSL verifies the module between passes and raises the bare message:
+        # point at the op that fails (or its closest located ancestor) instead.
+        try:
+            self._apply_passes(prog)
+        except VerifyException as e:
+            raise located_verify_error(prog, e) from None
+
+    def _apply_passes(self, prog: ModuleOp) -> None:
         path = self.args.view_fusion_graph
         if not path:
             return super().apply_passes(prog)
