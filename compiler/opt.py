@@ -10,7 +10,6 @@ never a Python traceback.
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import sys
 import threading
@@ -25,6 +24,7 @@ from fusec.diagnostics import (
 )
 from fusec.pass_help import wants_help
 from fusec.pipelines import EMIT_PIPELINES, FUSE_PIPELINE
+from fusec.runtime import env
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.exceptions import (
     ArgSpecParseError,
@@ -232,7 +232,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     except SystemExit as e:  # argparse: usage errors are status 1, as in mlir-opt
         return 1 if e.code == 2 else (e.code if isinstance(e.code, int) else 1)
     except Exception as e:  # noqa: BLE001 - the tool promises no tracebacks
-        if os.environ.get("FUSEC_TRACEBACK"):
+        if env.traceback():
             raise
         print(
             f"fusec-opt: internal error: {type(e).__name__}: {e}\n"

@@ -32,7 +32,6 @@ import dataclasses
 import functools
 import hashlib
 import logging
-import os
 import re
 import threading
 from collections.abc import Callable
@@ -40,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from fusec.runtime import env
 from fusec.runtime.entries import (
     CorruptEntry,
     decode_entry,
@@ -72,7 +72,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("fusec")
 
 FORMAT_VERSION = "2"
-DEFAULT_LOCK_TIMEOUT = 5.0
+DEFAULT_LOCK_TIMEOUT = env.DEFAULT_LOCK_TIMEOUT
 
 Builder = Callable[["GroupOp", str], Any]
 """(group, target) -> a `KernelArtifact` (others are kept in memory only)."""
@@ -81,9 +81,9 @@ Loader = Callable[[Any], Any]
 
 
 def default_cache_dir() -> Path:
-    env = os.environ.get("FUSEC_CACHE_DIR")
-    if env:
-        return Path(env)
+    configured = env.cache_dir()
+    if configured:
+        return Path(configured)
     import platformdirs
 
     return Path(platformdirs.user_cache_dir("fusec"))
@@ -394,10 +394,7 @@ class CacheStats:
 
 
 def _lock_timeout() -> float:
-    try:
-        return float(os.environ.get("FUSEC_CACHE_LOCK_TIMEOUT", DEFAULT_LOCK_TIMEOUT))
-    except ValueError:
-        return DEFAULT_LOCK_TIMEOUT
+    return env.cache_lock_timeout()
 
 
 @dataclass

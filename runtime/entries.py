@@ -35,11 +35,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from fusec.runtime import env
+
 MAGIC = b"FUSEC-E2\n"
 ENTRY_FORMAT = 2
 _LEN = 8
 MAX_HEADER_BYTES = 1 << 20
-MAX_ENTRY_BYTES = int(os.environ.get("FUSEC_CACHE_MAX_ENTRY_BYTES", 256 << 20))
+MAX_ENTRY_BYTES = env.cache_max_entry_bytes()
 """Larger files are not read (a kernel's object code is a few hundred KiB)."""
 STALE_TMP_SECONDS = 3600.0
 """A `.tmp` file older than this is removed even when its writer's pid is alive

@@ -27,12 +27,11 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-from fusec.runtime import entries
+from fusec.runtime import entries, env
 
 log = logging.getLogger("fusec")
 
@@ -40,7 +39,7 @@ KINDS = ("program", "object", "host")
 
 
 def enabled() -> bool:
-    return os.environ.get("FUSEC_PROGRAM_CACHE", "1") != "0"
+    return env.program_cache()
 
 
 def cache_dir() -> Path:
