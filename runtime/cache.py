@@ -39,12 +39,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fusec.runtime import env
+from fusec.runtime import cache_dirs, env
+from fusec.runtime.cache_eviction import note_write, touch
 from fusec.runtime.entries import (
     CorruptEntry,
     decode_entry,
     encode_entry,
-    private_directory,
     read_entry,
     remove_stale_tmp,
     write_atomic,
@@ -70,6 +70,7 @@ if TYPE_CHECKING:
     from fusec.dialects.fusion import GroupOp
 
 log = logging.getLogger("fusec")
+cache_log = logging.getLogger("fusec.cache")
 
 FORMAT_VERSION = "2"
 DEFAULT_LOCK_TIMEOUT = env.DEFAULT_LOCK_TIMEOUT
@@ -343,14 +344,12 @@ def check_artifact(artifact: Any, group: GroupOp | None, target: str) -> None:
     target = "cpu" if target == TILED_CPU else target  # a CPU kernel like any other
     if artifact.target != target:
         raise CorruptEntry(f"kernel is for {artifact.target}, expected {target}")
-    code = artifact.code
-    defined = (
-        re.search(rb"define [^\n]*@\"?" + re.escape(want.encode()) + rb"\"?\(", code)
-        if target == "cpu"
-        else re.search(rb"\.entry\s+" + re.escape(want.encode()) + rb"\b", code)
-    )
-    if defined is None:
-        raise CorruptEntry(f"kernel {want} is not defined in the entry's code")
+    from fusec.runtime.entry_checks import BadPayload, check_kernel
+
+    try:
+        check_kernel(want, target, artifact.code, artifact.signature)
+    except BadPayload as e:
+        raise CorruptEntry(str(e)) from None
     if group is None:
         return
     from fusec.passes.lower_group_to_loops import dtype_name
@@ -419,6 +418,8 @@ class KernelCache:
         self._disk_checked = False
         self.disk_disabled: str | None = None
         """Why the disk cache is off (the directory was refused), or None."""
+        self._secret: bytes | None = None
+        """The MAC key of the directory's entries (`cache_dirs.secret`)."""
         if self.fingerprint is None:
             self.fingerprint = source_fingerprint()
 
@@ -447,17 +448,14 @@ class KernelCache:
         with self._lock:
             if not self._disk_checked:
                 self._disk_checked = True
-                why = private_directory(self.directory) or private_directory(
-                    self.directory / "kernels"
-                )
-                if why is not None:
-                    self.disk_disabled = why
-                    log.warning(
-                        "fusec: not using the kernel cache directory %s: %s; "
-                        "kernels are cached in memory only",
-                        self.directory,
-                        why,
-                    )
+                why = cache_dirs.vet(self.directory) or cache_dirs.vet(self.directory / "kernels")
+                if why is None:
+                    try:
+                        self._secret = cache_dirs.secret(self.directory)
+                    except OSError as e:
+                        why = str(e)
+                        cache_dirs.refuse(self.directory, why)
+                self.disk_disabled = why
             if self.disk_disabled is not None:
                 return None
         return self.path(key)
@@ -523,7 +521,7 @@ class KernelCache:
             return variant
         path = self._disk_path(key)
         try:
-            entry = None if path is None else read_entry(path)
+            entry = None if path is None else read_entry(path, secret=self._secret)
         except CorruptEntry:
             entry = None
         text = None if entry is None else entry[0].get("group")
@@ -617,7 +615,9 @@ class KernelCache:
         damage, another key or fingerprint, a kernel that does not fit `group`)."""
         try:
             entry = read_entry(
-                path, expect={"kind": "kernel", "key": key, "fingerprint": self.fingerprint}
+                path,
+                expect={"kind": "kernel", "key": key, "fingerprint": self.fingerprint},
+                secret=self._secret,
             )
             if entry is None:
                 return None
@@ -630,11 +630,13 @@ class KernelCache:
         except Exception as e:  # noqa: BLE001 - a bad entry is rebuilt, never fatal
             if count_corrupt:
                 log.warning("fusec: corrupt cache entry %s (%s); rebuilding", path, e)
+                cache_log.info("refused kernel entry %s (%s); rebuilding", path, e)
                 with self._lock:
                     self.stats.corrupt_entries += 1
             return None
         with self._lock:
             self.stats.disk_hits += 1
+        touch(path)
         return kernel
 
     def _build(self, key: str, group: GroupOp, target: str, path: Path | None) -> Any:
@@ -650,9 +652,10 @@ class KernelCache:
             if target == "cpu":
                 header["group"] = group_text(group)
             try:
-                write_entry(path, header, artifact.code)
+                write_entry(path, header, artifact.code, self._secret)
                 with self._lock:
                     self.stats.disk_writes += 1
+                note_write(self.directory)
             except (OSError, TypeError) as e:
                 log.warning("fusec: cannot write cache entry %s (%s)", path, e)
         return kernel
@@ -696,6 +699,7 @@ def reset(clear_disk: bool = False) -> None:
     global _default
     with _default_lock:
         old, _default = _default, None
+    cache_dirs.forget()
     if clear_disk:
         import shutil
 
