@@ -128,3 +128,18 @@ def test_make_private_dirs_under_umask_000(tmp_path: Path):
         os.umask(old)
     for d in ("a", "a/b", "a/b/c"):
         assert stat.S_IMODE((tmp_path / d).stat().st_mode) == 0o700
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="chown to another user needs root")
+def test_a_kind_directory_of_another_user_is_refused(cache_dir, caplog):
+    cache_dir.mkdir(mode=0o700)
+    foreign = cache_dir / "hosts"
+    foreign.mkdir(mode=0o700)
+    os.chown(foreign, 4242, 4242)
+    with caplog.at_level(logging.WARNING, logger="fusec"):
+        run_tail()
+    assert any(
+        str(foreign) in r.getMessage() and "owned by uid 4242" in r.getMessage()
+        for r in caplog.records
+    )
+    assert list(foreign.rglob("*")) == []
