@@ -17,9 +17,13 @@ A GPU artifact ("sm_XX", PTX) loads as a `fusec.runtime.cuda.CudaKernel`: its
 cubin is assembled once and a module is loaded per device on first use, so
 devices of one arch share the entry.
 
-The directory is created 0700; one owned by another user or writable by others
-is not used (memory-only cache, one warning), nor is one that cannot be created:
-either way fusion stays on. Writes go to a temporary file renamed into place; a
+The directory is created 0700 (`fusec.runtime.cache_dirs`); one owned by another
+user or writable by others is not used (memory-only cache, one warning naming
+it), nor is one that cannot be created: either way fusion stays on. Entries are
+MAC'd with the directory's secret and a kernel's signature must describe the
+parameters its code defines (`fusec.runtime.entry_checks`); hits refresh an
+entry's mtime and writes keep the cache under its cap
+(`fusec.runtime.cache_eviction`). Writes go to a temporary file renamed into place; a
 file lock per key (`fusec.runtime.file_lock`) makes concurrent processes build a
 kernel once, and a lock per key does the same for threads. A lock held longer than `lock_timeout` seconds
 (`$FUSEC_CACHE_LOCK_TIMEOUT`, default 5) is logged and the kernel is compiled

@@ -15,11 +15,17 @@ whole programs can reuse it as is, with its own `kind` in the header):
     write_entry(path, {"kind": "kernel", "key": key, ...}, payload)
     header, payload = read_entry(path, expect={"kind": "kernel", "key": key})
 
-`private_directory(dir)` makes (0700) or vets a cache directory: one owned by
-someone else or writable by group/others is refused, since whoever can write an
-entry chooses the code that runs. Reads refuse symlinks, FIFOs, devices and
-oversized files before opening them for reading (`lstat`, then `O_NOFOLLOW |
-O_NONBLOCK` and a second `fstat`), so a planted FIFO cannot block a reader.
+Given the cache's secret (`fusec.runtime.cache_dirs.secret`), the header also
+holds an HMAC of itself (kind, key, fingerprint, the payload's sha256): an
+entry edited or planted with a well-formed header, or copied from another
+cache, fails it. `private_directory(dir)` (`fusec.runtime.cache_dirs`) makes
+(0700) or vets a cache directory: one owned by someone else or writable by
+group/others is refused, since whoever can write an entry chooses the code that
+runs; `write_atomic` makes missing levels 0700 and will not write into a shard
+that is not private. Reads refuse symlinks, FIFOs, devices, oversized files and
+files of another user or writable by others before opening them for reading
+(`lstat`, then `O_NOFOLLOW | O_NONBLOCK` and a second `fstat`), so a planted
+FIFO cannot block a reader.
 """
 
 from __future__ import annotations

@@ -18,8 +18,11 @@ Entries are data, never pickles: the kernel cache's format
 (`fusec.runtime.entries`: a JSON header with kind, key and fingerprint, then the
 payload, IR text or an object file), one file per key, written atomically. A file
 whose header, key, fingerprint, size or checksum is wrong, or that is not a
-regular file, is ignored (a miss) and overwritten by the next store. A cache
-directory owned by someone else or writable by others is not used.
+regular file, is ignored (a miss, logged on `FUSEC_LOGS=cache`) and overwritten
+by the next store; so is one whose MAC is not this cache's (edited or planted)
+or, for objects, whose payload is not an ELF object for this machine. A cache
+directory (the root or `programs/`, `objects/`, `hosts/`) owned by someone else
+or writable by others is not used (one warning naming it).
 `FUSEC_PROGRAM_CACHE=0` turns both caches off.
 """
 
