@@ -17,9 +17,11 @@ another cache, is a miss.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import stat
+import tempfile
 import threading
 from pathlib import Path
 
@@ -122,16 +124,25 @@ def secret(root: Path, _retry: bool = True) -> bytes:
         return known
     path = root / SECRET_NAME
     nofollow = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | nofollow, 0o600)
-    except FileExistsError:
-        pass
-    else:
-        # Written whole before anyone reads it: a reader that sees it short
-        # (a writer killed mid-write) refuses it below.
-        with os.fdopen(fd, "wb") as f:
-            f.write(os.urandom(SECRET_BYTES))
-    fd = os.open(path, os.O_RDONLY | nofollow)
+    if not os.path.lexists(path):
+        # Written whole to a private temporary, then linked into place: `link`
+        # fails if another process got there first, and no reader ever sees a
+        # secret cut short.
+        fd, tmp = tempfile.mkstemp(dir=root, prefix=f"{SECRET_NAME}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(os.urandom(SECRET_BYTES))
+            os.link(tmp, path)
+        except FileExistsError:
+            pass
+        except OSError:  # a file system without hard links: create it in place
+            with contextlib.suppress(FileExistsError):
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | nofollow, 0o600)
+                with os.fdopen(fd, "wb") as f:
+                    f.write(os.urandom(SECRET_BYTES))
+        finally:
+            os.unlink(tmp)
+    fd = os.open(path, os.O_RDONLY | nofollow | getattr(os, "O_NONBLOCK", 0))
     with os.fdopen(fd, "rb") as f:
         st = os.fstat(f.fileno())
         why = unsafe_reason(st)
@@ -141,7 +152,7 @@ def secret(root: Path, _retry: bool = True) -> bytes:
             why = "it is not a regular file"
         value = f.read(SECRET_BYTES + 1)
     if why is None and len(value) != SECRET_BYTES:
-        if _retry:  # our own, cut short by a killed writer: make it again
+        if _retry:  # our own but damaged: make it again (its entries become misses)
             path.unlink(missing_ok=True)
             return secret(root, _retry=False)
         why = f"it holds {len(value)} bytes, not {SECRET_BYTES}"

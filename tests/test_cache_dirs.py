@@ -143,3 +143,20 @@ def test_a_kind_directory_of_another_user_is_refused(cache_dir, caplog):
         for r in caplog.records
     )
     assert list(foreign.rglob("*")) == []
+
+
+def test_a_damaged_secret_is_made_again(cache_dir):
+    cache_dir.mkdir(mode=0o700)
+    damaged = cache_dir / cache_dirs.SECRET_NAME
+    damaged.write_bytes(b"short")
+    os.chmod(damaged, 0o600)
+    made = cache_dirs.secret(cache_dir)
+    assert len(made) == cache_dirs.SECRET_BYTES and damaged.read_bytes() == made
+
+
+def test_a_planted_fifo_secret_is_refused_without_blocking(cache_dir):
+    cache_dir.mkdir(mode=0o700)
+    os.mkfifo(cache_dir / cache_dirs.SECRET_NAME, 0o600)
+    with pytest.raises(PermissionError, match="not a regular file"):
+        cache_dirs.secret(cache_dir)
+    run_tail()  # memory only, fusion on
