@@ -17,7 +17,7 @@ forged entry that got past the MAC is still a miss, never a crash:
 
 from __future__ import annotations
 
-import platform
+import os
 import re
 import struct
 import sys
@@ -135,7 +135,8 @@ def object_problem(obj: bytes) -> str | None:
     e_type, e_machine = struct.unpack_from(order + "HH", obj, 16)
     if e_type != 1:
         return f"ELF type {e_type}, not a relocatable object"
-    want = _ELF_MACHINES.get(platform.machine().lower())
+    machine = os.uname().machine if hasattr(os, "uname") else ""
+    want = _ELF_MACHINES.get(machine.lower())
     if want is not None and e_machine != want:
         return f"ELF machine {e_machine}, not this one ({want})"
     (shoff,) = struct.unpack_from(order + "Q", obj, 0x28)
