@@ -158,9 +158,7 @@ def elf_undefined_symbols(obj: bytes) -> list[str]:
         return []
     (shoff,) = struct.unpack_from("<Q", obj, 0x28)
     shentsize, shnum = struct.unpack_from("<HH", obj, 0x3A)
-    sections = [
-        struct.unpack_from("<IIQQQQIIQQ", obj, shoff + i * shentsize) for i in range(shnum)
-    ]
+    sections = [struct.unpack_from("<IIQQQQIIQQ", obj, shoff + i * shentsize) for i in range(shnum)]
     names: list[str] = []
     for _, sh_type, _, _, offset, size, link, _, _, entsize in sections:
         if sh_type != 2:  # SHT_SYMTAB
@@ -204,6 +202,15 @@ class JitModule:
 
         key = _object_key(ir_text) if program_cache.enabled() else None
         cached = None if key is None else program_cache.load("object", key)
+        if cached is not None:
+            from fusec.runtime.entry_checks import object_problem
+
+            # LLVM's loader aborts the process on a malformed object: a payload
+            # that is not one for this machine is a miss, generated again.
+            problem = object_problem(cached[1])
+            if problem is not None:
+                program_cache.refused("object", program_cache.entry_path("object", key), problem)
+                cached = None
         self.object_cache_hit = cached is not None
 
         with _lock:

@@ -23,7 +23,6 @@ channel that is on logs at INFO; `+fusion` logs DEBUG too.
 from __future__ import annotations
 
 import logging
-import os
 import sys
 
 CHANNELS = ("fusion", "guards", "recompiles", "kernels", "cache")
@@ -91,7 +90,9 @@ def set_logs(spec: str | None = None, **channels: bool | str) -> None:
 
 def from_environment() -> None:
     """Apply `FUSEC_LOGS` (called once, when `fusec.compile` is first imported)."""
-    spec = os.environ.get("FUSEC_LOGS")
+    from fusec.runtime import env
+
+    spec = env.logs()
     if spec:
         try:
             set_logs(spec)

@@ -10,18 +10,28 @@ never a Python traceback.
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import sys
 import threading
 from collections.abc import Sequence
 from typing import IO
 
-from fusec.diagnostics import LocatedError, format_parse_error, parse_and_verify
+from fusec.diagnostics import (
+    LocatedError,
+    format_parse_error,
+    located_verify_error,
+    parse_and_verify,
+)
 from fusec.pass_help import wants_help
 from fusec.pipelines import EMIT_PIPELINES, FUSE_PIPELINE
+from fusec.runtime import env
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
+from xdsl.utils.exceptions import (
+    ArgSpecParseError,
+    DiagnosticException,
+    ParseError,
+    VerifyException,
+)
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 
@@ -122,6 +132,14 @@ class FusecOptMain(xDSLOptMain):
             arg_parser.formatter_class = argparse.RawDescriptionHelpFormatter
 
     def apply_passes(self, prog: ModuleOp) -> None:
+        # xDSL verifies the module between passes and raises the bare message:
+        # point at the op that fails (or its closest located ancestor) instead.
+        try:
+            self._apply_passes(prog)
+        except VerifyException as e:
+            raise located_verify_error(prog, e) from None
+
+    def _apply_passes(self, prog: ModuleOp) -> None:
         path = self.args.view_fusion_graph
         if not path:
             return super().apply_passes(prog)
@@ -214,7 +232,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     except SystemExit as e:  # argparse: usage errors are status 1, as in mlir-opt
         return 1 if e.code == 2 else (e.code if isinstance(e.code, int) else 1)
     except Exception as e:  # noqa: BLE001 - the tool promises no tracebacks
-        if os.environ.get("FUSEC_TRACEBACK"):
+        if env.traceback():
             raise
         print(
             f"fusec-opt: internal error: {type(e).__name__}: {e}\n"

@@ -55,6 +55,25 @@ _ROUNDING_INTRINSICS = {
 }
 
 
+def enclosing_module(op: Operation) -> ModuleOp | None:
+    """The innermost module around `op`: the symbol table its calls resolve in.
+    A declaration (`llvm.func @__nv_expf`) or a table global must go there, not
+    into the outermost module, or a kernel in a nested module calls a symbol its
+    own module does not define:
+
+        builtin.module {
+          builtin.module {
+            llvm.func @k(...) { llvm.call @__nv_expf(...) }
+            llvm.func @__nv_expf(f32) -> f32   // here, not one level up
+          }
+        }
+    """
+    cur = op.parent_op()
+    while cur is not None and not isinstance(cur, ModuleOp):
+        cur = cur.parent_op()
+    return cur
+
+
 class LowerMathToIntrinsics(RewritePattern):
     """Math ops with an LLVM intrinsic that every backend vectorizes natively:
 
@@ -114,8 +133,8 @@ class ExpandMathToPolynomial(RewritePattern):
         fast = op.attributes.get(poly.SINCOS_RANGE) == StringAttr("fast")
         # tables (sin/cos's 2/pi chunks, f64 erf's) are module globals
         if makers := poly.tables_used(op.name, ftype, fast):
-            module = op.get_toplevel_object()
-            if not isinstance(module, ModuleOp):
+            module = enclosing_module(op)
+            if module is None:
                 return
             for name, make in makers:
                 if SymbolTable.lookup_symbol(module, name) is None:
@@ -185,8 +204,8 @@ class LowerMathToLibdevice(RewritePattern):
         name = libdevice_name(op.name, ftype)
         if name is None:
             return
-        module = op.get_toplevel_object()
-        if not isinstance(module, ModuleOp):
+        module = enclosing_module(op)
+        if module is None:
             return
         if SymbolTable.lookup_symbol(module, name) is None:
             fn_type = llvm.LLVMFunctionType([ftype] * len(op.operands), ftype)

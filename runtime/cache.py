@@ -17,9 +17,13 @@ A GPU artifact ("sm_XX", PTX) loads as a `fusec.runtime.cuda.CudaKernel`: its
 cubin is assembled once and a module is loaded per device on first use, so
 devices of one arch share the entry.
 
-The directory is created 0700; one owned by another user or writable by others
-is not used (memory-only cache, one warning), nor is one that cannot be created:
-either way fusion stays on. Writes go to a temporary file renamed into place; a
+The directory is created 0700 (`fusec.runtime.cache_dirs`); one owned by another
+user or writable by others is not used (memory-only cache, one warning naming
+it), nor is one that cannot be created: either way fusion stays on. Entries are
+MAC'd with the directory's secret and a kernel's signature must describe the
+parameters its code defines (`fusec.runtime.entry_checks`); hits refresh an
+entry's mtime and writes keep the cache under its cap
+(`fusec.runtime.cache_eviction`). Writes go to a temporary file renamed into place; a
 file lock per key (`fusec.runtime.file_lock`) makes concurrent processes build a
 kernel once, and a lock per key does the same for threads. A lock held longer than `lock_timeout` seconds
 (`$FUSEC_CACHE_LOCK_TIMEOUT`, default 5) is logged and the kernel is compiled
@@ -32,7 +36,6 @@ import dataclasses
 import functools
 import hashlib
 import logging
-import os
 import re
 import threading
 from collections.abc import Callable
@@ -40,11 +43,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from fusec.runtime import cache_dirs, env
+from fusec.runtime.cache_eviction import note_write, touch
 from fusec.runtime.entries import (
     CorruptEntry,
     decode_entry,
     encode_entry,
-    private_directory,
     read_entry,
     remove_stale_tmp,
     write_atomic,
@@ -71,9 +75,10 @@ if TYPE_CHECKING:
     from fusec.dialects.fusion import GroupOp
 
 log = logging.getLogger("fusec")
+cache_log = logging.getLogger("fusec.cache")
 
 FORMAT_VERSION = "2"
-DEFAULT_LOCK_TIMEOUT = 5.0
+DEFAULT_LOCK_TIMEOUT = env.DEFAULT_LOCK_TIMEOUT
 
 Builder = Callable[["GroupOp", str], Any]
 """(group, target) -> a `KernelArtifact` (others are kept in memory only)."""
@@ -82,9 +87,9 @@ Loader = Callable[[Any], Any]
 
 
 def default_cache_dir() -> Path:
-    env = os.environ.get("FUSEC_CACHE_DIR")
-    if env:
-        return Path(env)
+    configured = env.cache_dir()
+    if configured:
+        return Path(configured)
     import platformdirs
 
     return Path(platformdirs.user_cache_dir("fusec"))
@@ -344,14 +349,12 @@ def check_artifact(artifact: Any, group: GroupOp | None, target: str) -> None:
     target = "cpu" if target == TILED_CPU else target  # a CPU kernel like any other
     if artifact.target != target:
         raise CorruptEntry(f"kernel is for {artifact.target}, expected {target}")
-    code = artifact.code
-    defined = (
-        re.search(rb"define [^\n]*@\"?" + re.escape(want.encode()) + rb"\"?\(", code)
-        if target == "cpu"
-        else re.search(rb"\.entry\s+" + re.escape(want.encode()) + rb"\b", code)
-    )
-    if defined is None:
-        raise CorruptEntry(f"kernel {want} is not defined in the entry's code")
+    from fusec.runtime.entry_checks import BadPayload, check_kernel
+
+    try:
+        check_kernel(want, target, artifact.code, artifact.signature)
+    except BadPayload as e:
+        raise CorruptEntry(str(e)) from None
     if group is None:
         return
     from fusec.passes.lower_group_to_loops import dtype_name
@@ -395,10 +398,7 @@ class CacheStats:
 
 
 def _lock_timeout() -> float:
-    try:
-        return float(os.environ.get("FUSEC_CACHE_LOCK_TIMEOUT", DEFAULT_LOCK_TIMEOUT))
-    except ValueError:
-        return DEFAULT_LOCK_TIMEOUT
+    return env.cache_lock_timeout()
 
 
 @dataclass
@@ -424,6 +424,8 @@ class KernelCache:
         self._disk_checked = False
         self.disk_disabled: str | None = None
         """Why the disk cache is off (the directory was refused), or None."""
+        self._secret: bytes | None = None
+        """The MAC key of the directory's entries (`cache_dirs.secret`)."""
         if self.fingerprint is None:
             self.fingerprint = source_fingerprint()
 
@@ -452,17 +454,14 @@ class KernelCache:
         with self._lock:
             if not self._disk_checked:
                 self._disk_checked = True
-                why = private_directory(self.directory) or private_directory(
-                    self.directory / "kernels"
-                )
-                if why is not None:
-                    self.disk_disabled = why
-                    log.warning(
-                        "fusec: not using the kernel cache directory %s: %s; "
-                        "kernels are cached in memory only",
-                        self.directory,
-                        why,
-                    )
+                why = cache_dirs.vet(self.directory) or cache_dirs.vet(self.directory / "kernels")
+                if why is None:
+                    try:
+                        self._secret = cache_dirs.secret(self.directory)
+                    except OSError as e:
+                        why = str(e)
+                        cache_dirs.refuse(self.directory, why)
+                self.disk_disabled = why
             if self.disk_disabled is not None:
                 return None
         return self.path(key)
@@ -528,7 +527,7 @@ class KernelCache:
             return variant
         path = self._disk_path(key)
         try:
-            entry = None if path is None else read_entry(path)
+            entry = None if path is None else read_entry(path, secret=self._secret)
         except CorruptEntry:
             entry = None
         text = None if entry is None else entry[0].get("group")
@@ -622,7 +621,9 @@ class KernelCache:
         damage, another key or fingerprint, a kernel that does not fit `group`)."""
         try:
             entry = read_entry(
-                path, expect={"kind": "kernel", "key": key, "fingerprint": self.fingerprint}
+                path,
+                expect={"kind": "kernel", "key": key, "fingerprint": self.fingerprint},
+                secret=self._secret,
             )
             if entry is None:
                 return None
@@ -635,11 +636,13 @@ class KernelCache:
         except Exception as e:  # noqa: BLE001 - a bad entry is rebuilt, never fatal
             if count_corrupt:
                 log.warning("fusec: corrupt cache entry %s (%s); rebuilding", path, e)
+                cache_log.info("refused kernel entry %s (%s); rebuilding", path, e)
                 with self._lock:
                     self.stats.corrupt_entries += 1
             return None
         with self._lock:
             self.stats.disk_hits += 1
+        touch(path)
         return kernel
 
     def _build(self, key: str, group: GroupOp, target: str, path: Path | None) -> Any:
@@ -655,9 +658,10 @@ class KernelCache:
             if target == "cpu":
                 header["group"] = group_text(group)
             try:
-                write_entry(path, header, artifact.code)
+                write_entry(path, header, artifact.code, self._secret)
                 with self._lock:
                     self.stats.disk_writes += 1
+                note_write(self.directory)
             except (OSError, TypeError) as e:
                 log.warning("fusec: cannot write cache entry %s (%s)", path, e)
         return kernel
@@ -701,6 +705,7 @@ def reset(clear_disk: bool = False) -> None:
     global _default
     with _default_lock:
         old, _default = _default, None
+    cache_dirs.forget()
     if clear_disk:
         import shutil
 

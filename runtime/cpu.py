@@ -101,7 +101,9 @@ _pool: ThreadPoolExecutor | None = None
 def num_threads() -> int:
     """Threads the CPU executor splits kernels over (`FUSEC_NUM_THREADS` or all cores),
     read once: it sits on the per-call path."""
-    return int(os.environ.get("FUSEC_NUM_THREADS", 0)) or (os.cpu_count() or 1)
+    from fusec.runtime import env
+
+    return env.num_threads() or (os.cpu_count() or 1)
 
 
 def _thread_pool() -> ThreadPoolExecutor:

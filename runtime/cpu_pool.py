@@ -44,9 +44,11 @@ recycles memory itself, and the pool's wrapper (about 3 us) would show."""
 
 
 def _default_cap() -> int:
-    env = os.environ.get("FUSEC_CPU_POOL_MB")
-    if env is not None:
-        return max(0, int(env)) << 20
+    from fusec.runtime import env
+
+    mb = env.cpu_pool_mb()
+    if mb is not None:
+        return mb << 20
     try:
         physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):

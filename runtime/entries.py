@@ -15,17 +15,24 @@ whole programs can reuse it as is, with its own `kind` in the header):
     write_entry(path, {"kind": "kernel", "key": key, ...}, payload)
     header, payload = read_entry(path, expect={"kind": "kernel", "key": key})
 
-`private_directory(dir)` makes (0700) or vets a cache directory: one owned by
-someone else or writable by group/others is refused, since whoever can write an
-entry chooses the code that runs. Reads refuse symlinks, FIFOs, devices and
-oversized files before opening them for reading (`lstat`, then `O_NOFOLLOW |
-O_NONBLOCK` and a second `fstat`), so a planted FIFO cannot block a reader.
+Given the cache's secret (`fusec.runtime.cache_dirs.secret`), the header also
+holds an HMAC of itself (kind, key, fingerprint, the payload's sha256): an
+entry edited or planted with a well-formed header, or copied from another
+cache, fails it. `private_directory(dir)` (`fusec.runtime.cache_dirs`) makes
+(0700) or vets a cache directory: one owned by someone else or writable by
+group/others is refused, since whoever can write an entry chooses the code that
+runs; `write_atomic` makes missing levels 0700 and will not write into a shard
+that is not private. Reads refuse symlinks, FIFOs, devices, oversized files and
+files of another user or writable by others before opening them for reading
+(`lstat`, then `O_NOFOLLOW | O_NONBLOCK` and a second `fstat`), so a planted
+FIFO cannot block a reader.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import hmac
 import json
 import os
 import stat
@@ -35,11 +42,16 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from fusec.runtime import env
+from fusec.runtime.cache_dirs import make_private_dirs, private_directory, unsafe_reason
+
+__all__ = ["private_directory"]  # re-exported: its home was here
+
 MAGIC = b"FUSEC-E2\n"
 ENTRY_FORMAT = 2
 _LEN = 8
 MAX_HEADER_BYTES = 1 << 20
-MAX_ENTRY_BYTES = int(os.environ.get("FUSEC_CACHE_MAX_ENTRY_BYTES", 256 << 20))
+MAX_ENTRY_BYTES = env.cache_max_entry_bytes()
 """Larger files are not read (a kernel's object code is a few hundred KiB)."""
 STALE_TMP_SECONDS = 3600.0
 """A `.tmp` file older than this is removed even when its writer's pid is alive
@@ -51,24 +63,39 @@ class CorruptEntry(ValueError):
     not a regular file."""
 
 
-def encode_entry(header: Mapping[str, Any], payload: bytes) -> bytes:
+def _canonical(header: Mapping[str, Any]) -> bytes:
+    return json.dumps(header, sort_keys=True, separators=(",", ":")).encode()
+
+
+def _mac(secret: bytes, header: Mapping[str, Any]) -> str:
+    """HMAC-SHA256 of the header (without its `mac`): it holds the kind, key and
+    fingerprint and the payload's sha256, so the MAC binds the payload to them."""
+    body = {k: v for k, v in header.items() if k != "mac"}
+    return hmac.new(secret, _canonical(body), hashlib.sha256).hexdigest()
+
+
+def encode_entry(header: Mapping[str, Any], payload: bytes, secret: bytes | None = None) -> bytes:
     """The bytes of an entry: `header` (JSON-serializable, plus the payload's size
-    and sha256 and the format) followed by `payload`."""
+    and sha256 and the format, and with a `secret` the header's MAC) followed by
+    `payload`."""
     full = {
         **header,
         "format": ENTRY_FORMAT,
         "payload_bytes": len(payload),
         "payload_sha256": hashlib.sha256(payload).hexdigest(),
     }
-    text = json.dumps(full, sort_keys=True, separators=(",", ":")).encode()
+    if secret is not None:
+        full["mac"] = _mac(secret, full)
+    text = _canonical(full)
     return MAGIC + len(text).to_bytes(_LEN, "little") + text + payload
 
 
 def decode_entry(
-    data: bytes, expect: Mapping[str, Any] | None = None
+    data: bytes, expect: Mapping[str, Any] | None = None, secret: bytes | None = None
 ) -> tuple[dict[str, Any], bytes]:
     """(header, payload) of an entry; `CorruptEntry` unless it is whole, of this
-    format, and every `expect[k]` equals `header[k]`."""
+    format, every `expect[k]` equals `header[k]` and, given a `secret`, its MAC
+    is the one this cache made (not edited, planted or copied from elsewhere)."""
     start = len(MAGIC) + _LEN
     if len(data) < start or not data.startswith(MAGIC):
         raise CorruptEntry("bad magic")
@@ -91,6 +118,10 @@ def decode_entry(
     for k, want in (expect or {}).items():
         if header.get(k) != want:
             raise CorruptEntry(f"entry is for {k}={header.get(k)!r}, not {want!r}")
+    if secret is not None:
+        mac = header.get("mac")
+        if not isinstance(mac, str) or not hmac.compare_digest(mac, _mac(secret, header)):
+            raise CorruptEntry("entry is not bound to its key (no MAC of this cache)")
     return header, payload
 
 
@@ -121,12 +152,18 @@ def read_bytes_safely(path: Path, max_bytes: int = MAX_ENTRY_BYTES) -> bytes | N
 def _check_regular(st: os.stat_result, path: Path, max_bytes: int) -> None:
     if not stat.S_ISREG(st.st_mode):
         raise CorruptEntry(f"{path} is not a regular file (mode {stat.filemode(st.st_mode)})")
+    why = unsafe_reason(st)
+    if why is not None:
+        raise CorruptEntry(f"{path} is not private: {why}")
     if st.st_size > max_bytes:
         raise CorruptEntry(f"{path} has {st.st_size} bytes, more than {max_bytes}")
 
 
 def read_entry(
-    path: Path, expect: Mapping[str, Any] | None = None, max_bytes: int = MAX_ENTRY_BYTES
+    path: Path,
+    expect: Mapping[str, Any] | None = None,
+    max_bytes: int = MAX_ENTRY_BYTES,
+    secret: bytes | None = None,
 ) -> tuple[dict[str, Any], bytes] | None:
     """`decode_entry` of the file at `path`; None when there is no such file."""
     data = read_bytes_safely(path, max_bytes)
@@ -134,12 +171,14 @@ def read_entry(
         return None
     if len(data) > max_bytes:
         raise CorruptEntry(f"{path} grew past {max_bytes} bytes while being read")
-    return decode_entry(data, expect)
+    return decode_entry(data, expect, secret)
 
 
-def write_entry(path: Path, header: Mapping[str, Any], payload: bytes) -> None:
+def write_entry(
+    path: Path, header: Mapping[str, Any], payload: bytes, secret: bytes | None = None
+) -> None:
     """Writes an entry atomically (`write_atomic`)."""
-    write_atomic(path, encode_entry(header, payload))
+    write_atomic(path, encode_entry(header, payload, secret))
 
 
 def write_atomic(path: Path, data: bytes) -> None:
@@ -150,7 +189,10 @@ def write_atomic(path: Path, data: bytes) -> None:
     power loss an entry may be empty or torn, which its size and checksum
     reveal (a miss, rebuilt), and a cold compile writes four entries, each
     `fsync` costing milliseconds to tens of them on a busy disk."""
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    make_private_dirs(path.parent)
+    why = unsafe_reason(os.stat(path.parent))
+    if why is not None:
+        raise PermissionError(f"not writing into {path.parent}: {why}")
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f"{path.name}.{os.getpid()}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
@@ -172,10 +214,10 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def remove_stale_tmp(directory: Path, prefix: str = "") -> int:
+def remove_stale_tmp(directory: Path, prefix: str = "", min_age: float = 0.0) -> int:
     """Deletes the `.tmp` files (whose names start with `prefix`) in `directory`
-    left by writers that died (killed mid-write) or that are over an hour old;
-    returns how many."""
+    left by writers that died (killed mid-write) or that are over an hour old,
+    none younger than `min_age` seconds; returns how many."""
     removed = 0
     now = time.time()
     try:
@@ -187,28 +229,13 @@ def remove_stale_tmp(directory: Path, prefix: str = "") -> int:
         pid = int(parts[1]) if len(parts) == 4 and parts[1].isdigit() else None
         p = directory / name
         try:
-            old = now - os.lstat(p).st_mtime > STALE_TMP_SECONDS
+            age = now - os.lstat(p).st_mtime
+            if age < min_age:
+                continue
+            old = age > STALE_TMP_SECONDS
             if old or pid is None or (pid != os.getpid() and not _pid_alive(pid)):
                 os.unlink(p)
                 removed += 1
         except OSError:
             continue
     return removed
-
-
-def private_directory(directory: Path) -> str | None:
-    """Creates `directory` (mode 0700) if needed; returns why it must not be used
-    as a cache (owned by another user, writable by group or others, not a
-    directory, cannot be created), or None when it is fine."""
-    try:
-        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        st = os.stat(directory)
-    except OSError as e:
-        return f"it cannot be created ({e.strerror or e})"
-    if not stat.S_ISDIR(st.st_mode):
-        return "it is not a directory"
-    if hasattr(os, "getuid") and st.st_uid != os.getuid():
-        return f"it is owned by uid {st.st_uid}, not by this user (uid {os.getuid()})"
-    if st.st_mode & 0o022:
-        return f"it is writable by group or others (mode {stat.S_IMODE(st.st_mode):o})"
-    return None

@@ -186,7 +186,9 @@ def available() -> bool:
     OpenMP runtime is loaded and `FUSEC_NATIVE_PARALLEL` is not 0. Kernels ask
     this when they are loaded and build the launcher only when a call is first
     split, so a process whose kernels all run on one thread never compiles it."""
-    if os.environ.get("FUSEC_NATIVE_PARALLEL", "1") == "0":
+    from fusec.runtime import env
+
+    if not env.native_parallel():
         return False
     return find_openmp() is not None
 

@@ -18,8 +18,11 @@ Entries are data, never pickles: the kernel cache's format
 (`fusec.runtime.entries`: a JSON header with kind, key and fingerprint, then the
 payload, IR text or an object file), one file per key, written atomically. A file
 whose header, key, fingerprint, size or checksum is wrong, or that is not a
-regular file, is ignored (a miss) and overwritten by the next store. A cache
-directory owned by someone else or writable by others is not used.
+regular file, is ignored (a miss, logged on `FUSEC_LOGS=cache`) and overwritten
+by the next store; so is one whose MAC is not this cache's (edited or planted)
+or, for objects, whose payload is not an ELF object for this machine. A cache
+directory (the root or `programs/`, `objects/`, `hosts/`) owned by someone else
+or writable by others is not used (one warning naming it).
 `FUSEC_PROGRAM_CACHE=0` turns both caches off.
 """
 
@@ -27,20 +30,21 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-from fusec.runtime import entries
+from fusec.runtime import cache_dirs, entries, env
+from fusec.runtime.cache_eviction import note_write, touch
 
 log = logging.getLogger("fusec")
+cache_log = logging.getLogger("fusec.cache")
 
 KINDS = ("program", "object", "host")
 
 
 def enabled() -> bool:
-    return os.environ.get("FUSEC_PROGRAM_CACHE", "1") != "0"
+    return env.program_cache()
 
 
 def cache_dir() -> Path:
@@ -80,16 +84,16 @@ def digest(*parts: str | bytes) -> str:
     return h.hexdigest()
 
 
-def _path(kind: str, key: str) -> Path:
+def entry_path(kind: str, key: str) -> Path:
     assert kind in KINDS
     return cache_dir() / f"{kind}s" / key[:2] / f"{key}.bin"
 
 
 def encode(kind: str, key: str, payload: bytes, **extra: Any) -> bytes:
     """The bytes of an entry (`fusec.runtime.entries` format, kind/key/fingerprint
-    in its header)."""
+    in its header, MAC'd with the cache directory's secret)."""
     header = {"kind": kind, "key": key, "fingerprint": fingerprint(), **extra}
-    return entries.encode_entry(header, payload)
+    return entries.encode_entry(header, payload, _secret_for(kind))
 
 
 def _expect(kind: str, key: str) -> dict[str, str]:
@@ -99,40 +103,56 @@ def _expect(kind: str, key: str) -> dict[str, str]:
 def decode(kind: str, key: str, data: bytes) -> tuple[dict[str, Any], bytes] | None:
     """(header, payload) of a well-formed entry of `kind` for `key`, else None."""
     try:
-        return entries.decode_entry(data, _expect(kind, key))
-    except entries.CorruptEntry:
+        return entries.decode_entry(data, _expect(kind, key), _secret_for(kind))
+    except (entries.CorruptEntry, OSError):
         return None
 
 
-@cache
-def _refused(directory: str) -> str | None:
-    why = entries.private_directory(Path(directory))
-    if why is not None:
-        log.warning("fusec: not using %s for the warm-start cache: %s", directory, why)
-    return why
+def _secret_for(kind: str) -> bytes | None:
+    """The cache secret when the root and `kind`'s directory may be used (each
+    vetted once, a refusal warned about once), else None: no disk for `kind`."""
+    root = cache_dir()
+    if cache_dirs.vet(root) or cache_dirs.vet(root / f"{kind}s"):
+        return None
+    try:
+        return cache_dirs.secret(root)
+    except OSError as e:
+        cache_dirs.refuse(root, str(e))
+        return None
 
 
 def load(kind: str, key: str) -> tuple[dict[str, Any], bytes] | None:
     """The entry of `kind` for `key`, or None (absent, unreadable or malformed)."""
-    if not enabled() or _refused(str(cache_dir())):
+    secret = _secret_for(kind) if enabled() else None
+    if secret is None:
         return None
-    path = _path(kind, key)
+    path = entry_path(kind, key)
     try:
-        return entries.read_entry(path, _expect(kind, key))
+        found = entries.read_entry(path, _expect(kind, key), secret=secret)
     except (OSError, entries.CorruptEntry) as e:
-        log.debug("fusec: ignoring %s cache entry %s: %s", kind, path, e)
+        refused(kind, path, e)
         return None
+    if found is not None:
+        touch(path)
+    return found
+
+
+def refused(kind: str, path: Path, why: object) -> None:
+    """Logs (`FUSEC_LOGS=cache`) an entry that is not used: a miss, rebuilt."""
+    cache_log.info("refused %s entry %s (%s); rebuilding", kind, path, why)
 
 
 def store(kind: str, key: str, payload: bytes, **extra: Any) -> None:
     """Writes the entry (atomically); failures to write only cost a later rebuild."""
-    if not enabled() or _refused(str(cache_dir())):
+    secret = _secret_for(kind) if enabled() else None
+    if secret is None:
         return
-    path = _path(kind, key)
+    path = entry_path(kind, key)
     try:
         entries.write_entry(
-            path, {"kind": kind, "key": key, "fingerprint": fingerprint(), **extra}, payload
+            path, {"kind": kind, "key": key, "fingerprint": fingerprint(), **extra}, payload, secret
         )
+        note_write(cache_dir())
     except OSError as e:
         log.debug("fusec: could not write %s cache entry %s: %s", kind, path, e)
 

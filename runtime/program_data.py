@@ -158,6 +158,7 @@ class _Loader:
             kernel = self.kernel_by_key(str(d["key"]))
             if kernel is None:
                 raise NotData(f"kernel {d['key']} is not in the kernel cache")
+            _check_kernel_step(kernel, ins, outs)
             body_data = d["body"]
             body_of = lambda: self.program(body_data)  # noqa: E731 - made on first decline
             fn, recipe = kernel_fn(kernel, body_of), ("kernel", None, body_of)
@@ -180,6 +181,21 @@ class _Loader:
         else:
             raise NotData(f"unknown step kind {kind!r}")
         return Step(fn, ins, outs, (), kind, name, branches, recipe)
+
+
+def _check_kernel_step(kernel: Any, ins: tuple[int, ...], outs: tuple[int, ...]) -> None:
+    """`NotData` unless the step hands the kernel as many values as its signature
+    takes and takes back as many results as it gives: a kernel called with a
+    slot too few reads past its arguments."""
+    sig = getattr(kernel, "signature", None)
+    if sig is None:  # not a compiled kernel (a test's stand-in): nothing to check
+        return
+    results = len(sig.outputs) - sum(len(ex.parts) for ex in sig.exits) + len(sig.exits)
+    if len(ins) != len(sig.inputs) or len(outs) != results:
+        raise NotData(
+            f"a kernel step passes {len(ins)} values and takes {len(outs)} results; "
+            f"its kernel takes {len(sig.inputs)} and gives {results}"
+        )
 
 
 def _const_from_data(v: Any) -> Any:

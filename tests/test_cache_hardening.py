@@ -5,6 +5,7 @@ stuck lock times out, and an unusable directory only turns the disk cache off.""
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import pickle
@@ -106,7 +107,7 @@ def test_an_unsafe_directory_is_not_used(cache_dir, caplog, problem):
         check(add_tail, *args())
         check(mul_tail, *args())
     assert entry_files(cache_dir) == []
-    warnings = [r for r in caplog.records if "not using the kernel cache directory" in r.message]
+    warnings = [r for r in caplog.records if "not using the cache directory" in r.message]
     assert len(warnings) == 1
     assert fusec.cache_stats()["disk_writes"] == 0
 
@@ -363,3 +364,109 @@ def test_a_ptx_entry_round_trips_as_data(cache_dir):
     shutil.copy(entry, cpu_path)
     assert second.kernel_for(group, "cpu") is not None
     assert (second.stats.corrupt_entries, second.stats.kernels_compiled) == (1, 1)
+
+
+# ---------------------------------------------------------------------- 6: content bound to key
+
+_RUN_TAIL = textwrap.dedent(
+    """
+    import sys, torch, fusec
+    sys.path[:0] = [sys.argv[1], sys.argv[1] + "/tests"]
+    from reference_models import lstm_tail
+    from cache_cases import check_outputs, tail_args
+    args = tail_args()
+    f = fusec.compile(lstm_tail)
+    check_outputs(f(*args), lstm_tail(*args))
+    print("ok", f.launches_per_call, fusec.cache_stats()["kernels_compiled"])
+    """
+)
+
+
+def run_tail(cache_dir: Path) -> subprocess.CompletedProcess[str]:
+    """The LSTM tail in a fresh process on `cache_dir` (a crash there cannot kill
+    pytest), with `FUSEC_LOGS=cache`."""
+    env = {**os.environ, "FUSEC_CACHE_DIR": str(cache_dir), "FUSEC_LOGS": "cache"}
+    return subprocess.run(
+        [sys.executable, "-c", _RUN_TAIL, str(ROOT)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+
+
+def test_an_edited_host_entry_with_a_valid_header_is_refused(cache_dir):
+    """An entry whose program returns an input slot (a wrong value) and whose
+    header is well formed but not made by this cache (no MAC): a miss."""
+    from reference_models import lstm_tail
+
+    from tests.cache_cases import check_outputs, entry_files, rewrite_entry, tail_args
+
+    args = tail_args()
+    fusec.compile(lstm_tail)(*args)
+    (entry,) = entry_files(cache_dir, "host")
+
+    def return_an_input(header, payload):
+        d = json.loads(payload)
+        d["program"]["outs"] = [d["program"]["args"][0]] * len(d["program"]["outs"])
+        return header, json.dumps(d).encode()
+
+    rewrite_entry(entry, return_an_input, mac=False)
+    cache_mod.reset()
+    g = fusec.compile(lstm_tail)
+    check_outputs(g(*args), lstm_tail(*args))
+    assert g.launches_per_call == 1
+
+
+def _edit_signature(change):
+    def edit(header, payload):
+        header["signature"] = change(header["signature"])
+        return header, payload
+
+    return edit
+
+
+def _rank_plus_two(sig):
+    sig["rank"] += 2
+    for out in sig["outputs"]:
+        out["static_shape"] = [1, 1, *out["static_shape"]]
+    return sig
+
+
+def _fewer_operands(sig):
+    sig["operands"] = sig["operands"][:-1]
+    return sig
+
+
+@pytest.mark.parametrize("change", [_rank_plus_two, _fewer_operands])
+def test_a_kernel_entry_with_an_edited_signature_is_rebuilt_not_run(cache_dir, change):
+    """Even MAC'd (as only this user could), a signature that does not describe
+    the kernel's parameters is a miss: the warm start loads kernels by key."""
+    from tests.cache_cases import entry_files, rewrite_entry
+
+    first = run_tail(cache_dir)
+    assert first.returncode == 0 and "ok 1" in first.stdout, first.stderr
+    for entry in entry_files(cache_dir, "kernel"):
+        rewrite_entry(entry, _edit_signature(change), mac=True)
+    second = run_tail(cache_dir)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert "ok 1 1" in second.stdout, second.stdout + second.stderr[-3000:]
+    assert "refused kernel entry" in second.stderr or "parameters" in second.stderr
+
+
+@pytest.mark.parametrize("payload", [b"not an object file", b"\x7fELF\x02\x01\x01" + b"\xff" * 200])
+def test_an_object_entry_that_is_not_an_object_never_reaches_llvm(cache_dir, payload):
+    from tests.cache_cases import entry_files, rewrite_entry
+
+    first = run_tail(cache_dir)
+    assert first.returncode == 0 and "ok 1" in first.stdout, first.stderr
+    objects = entry_files(cache_dir, "object")
+    assert objects
+    for entry in objects:
+        rewrite_entry(entry, lambda h, _: (h, payload), mac=True)
+    for k in entry_files(cache_dir, "kernel") + entry_files(cache_dir, "host"):
+        k.unlink()  # the kernel is built again, its object looked up
+    second = run_tail(cache_dir)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert "ok 1" in second.stdout
+    assert "refused object entry" in second.stderr

@@ -142,6 +142,31 @@ def test_emit_llvmir_of_a_nested_module(tmp_path):
     assert "define void @" in out and "f_group0" in out
 
 
+def test_emit_ptx_of_a_nested_module(tmp_path):
+    nested = "builtin.module {\nbuiltin.module {\n" + TWO_OPS + "}\n}\n"
+    rc, out, err = run(tmp_path, nested, "--fuse", "--emit=ptx")
+    assert rc == 0, err
+    assert ".entry f_group0" in out
+
+
+def test_a_verifier_failure_after_a_pass_is_located(tmp_path, monkeypatch, capsys):
+    """A pass that leaves invalid IR (here, the libdevice declarations put in the
+    outermost module again, as before `enclosing_module`) is reported at the op
+    that fails, or its closest located ancestor: the nested module."""
+    from fusec import opt
+    from fusec.passes import convert_math_to_llvm
+
+    monkeypatch.setattr(
+        convert_math_to_llvm, "enclosing_module", lambda op: op.get_toplevel_object()
+    )
+    path = tmp_path / "input.mlir"
+    path.write_text("builtin.module {\nbuiltin.module {\n" + TWO_OPS + "}\n}\n")
+    assert opt.run([str(path), "--fuse", "--emit=ptx"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"{path}:2:1: error: "), err
+    assert "'@__nv_expf' could not be found" in err, err
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

@@ -96,3 +96,26 @@ func.func @header_types(%a: tensor<4xf32>) {
   }
   func.return
 }
+
+// -----
+
+// A group's operand cannot be its own result (MLIR's dominance rule).
+// CHECK: {{.*}}.mlir:[[# @LINE + 2]]:3: error: 'fusion.group' op operand #0 is used before it is defined
+func.func @own_result(%a: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = fusion.group (%x = %0) : (tensor<4xf32>) -> (tensor<4xf32>) {
+    fusion.yield %x : tensor<4xf32>
+  }
+  func.return %0 : tensor<4xf32>
+}
+
+// -----
+
+// Nor the result of a later op of its block.
+// CHECK: {{.*}}.mlir:[[# @LINE + 2]]:3: error: 'fusion.group' op operand #1 is used before it is defined
+func.func @later_result(%a: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = fusion.group (%x = %a, %y = %1) : (tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>) {
+    fusion.yield %x : tensor<4xf32>
+  }
+  %1 = aten.neg %a : tensor<4xf32> -> tensor<4xf32>
+  func.return %0 : tensor<4xf32>
+}

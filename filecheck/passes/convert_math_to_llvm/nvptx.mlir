@@ -35,3 +35,26 @@ func.func @erf(%x: f32) -> f32 {
   %y = math.erf %x : f32
   func.return %y : f32
 }
+
+// -----
+
+// A function in a nested module gets its declaration in that module, the
+// symbol table its call resolves in (not the outer one: the verifier would
+// reject the call).
+// CHECK:      builtin.module {
+// CHECK-NEXT:   builtin.module {
+// CHECK-NEXT:     func.func @nested
+// CHECK-NEXT:       llvm.call @__nv_expf
+// CHECK-NEXT:       func.return
+// CHECK-NEXT:     }
+// CHECK-NEXT:     llvm.func @__nv_expf(f32) -> f32
+// CHECK-NEXT:   }
+// CHECK-NEXT: }
+builtin.module {
+  builtin.module {
+    func.func @nested(%x: f32) -> f32 {
+      %e = math.exp %x : f32
+      func.return %e : f32
+    }
+  }
+}
