@@ -328,6 +328,11 @@ class CompiledFunction:
             self.mode_modules = tuple(original.modules())
             self.modes = tuple(m.training for m in self.mode_modules)
         self._mode_variants: dict[tuple[bool, ...], CompiledFunction] = {self.modes: self}
+        self.default_dtype = torch.get_default_dtype()
+        """torch's default dtype when compiled: the import gives factory calls
+        without a dtype (`torch.ones(3)`, `torch.tensor(1.5)`) this dtype, so a
+        call under another default dtype runs a variant compiled for it."""
+        self._dtype_variants: dict[torch.dtype, CompiledFunction] = {self.default_dtype: self}
 
     # ------------------------------------------------------------------ calls
 
@@ -359,6 +364,12 @@ class CompiledFunction:
                 result = variant(*args, **kwargs)
                 self.launches_per_call, self.last = variant.launches_per_call, variant.last
                 return result
+        if not self.guarded_by_dynamo and torch.get_default_dtype() is not self.default_dtype:
+            # (Dynamo guards the default dtype itself and compiles a new graph.)
+            variant = self._dtype_variant(torch.get_default_dtype())
+            result = variant(*args, **kwargs)
+            self.launches_per_call, self.last = variant.launches_per_call, variant.last
+            return result
         bound = self._bind(args, kwargs)
         if bound is None:
             # Not the traced signature (extra or missing arguments, unknown
@@ -485,6 +496,27 @@ class CompiledFunction:
             variant.untraceable = why
             variant._mode_variants = self._mode_variants
             self._mode_variants[modes] = variant
+        return variant
+
+    def _dtype_variant(self, dtype: torch.dtype) -> CompiledFunction:
+        """The compiled function for calls under another default dtype
+        (`torch.set_default_dtype` after compiling), traced and compiled afresh
+        so that its factory calls make `dtype` tensors."""
+        variant = self._dtype_variants.get(dtype)
+        if variant is None:
+            gm, why = None, self.untraceable
+            if self.gm is not None:
+                # Traced again: the trace ran `torch.ones(3)` itself and keeps
+                # its result, a tensor of the old default dtype, as a constant.
+                try:
+                    gm = trace(self.original)
+                except UnsupportedGraph as e:
+                    warn_user(f"fusec: running eagerly: {e}")
+                    why = str(e)
+            variant = CompiledFunction(gm, self.original, self.options)
+            variant.untraceable = why
+            variant._dtype_variants = self._dtype_variants
+            self._dtype_variants[dtype] = variant
         return variant
 
     def _variant_for(self, bound: Sequence[Any]) -> CompiledFunction:

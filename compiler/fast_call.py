@@ -235,6 +235,10 @@ def fast_path(
         elif tensors:
             lines.append(f"    if not (SEEN.check({listed}) or checked({listed})):")
             lines.append("        return MISS")
+    if not dynamo and not trusted:
+        # `torch.set_default_dtype` after compiling: factory calls follow it.
+        env["DEFAULT_DTYPE"], env["DD"] = torch.get_default_dtype, owner.default_dtype
+        lines += ["    if DEFAULT_DTYPE() is not DD:", "        return MISS"]
     if owner.mode_modules and not trusted:
         # `model.eval()` after compiling: the program baked the modes in.
         for k, (m, t) in enumerate(zip(owner.mode_modules, owner.modes, strict=True)):

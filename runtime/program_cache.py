@@ -195,13 +195,14 @@ def graph_key(
     exact_args: bool = True,
     placeholder_shapes: bool = False,
 ) -> str | None:
-    """The digest of `head`, `gm`'s code, the grad mode, its modules' training
+    """The digest of `head`, `gm`'s code, the grad mode, the default dtype, its modules' training
     flags, what each called submodule and function is, the arguments (`describe_value`, exact or not) and the
     parameters and buffers (exact); with `placeholder_shapes`, also the sizes
     Dynamo recorded for the placeholders. None when something has no stable key."""
     import torch
 
-    parts = [*head, gm.code, str(torch.is_grad_enabled())]
+    # The default dtype: factory calls without a dtype (`torch.ones(3)`) follow it.
+    parts = [*head, gm.code, str(torch.is_grad_enabled()), str(torch.get_default_dtype())]
     # A leaf module's `training` flag is not in the code (`self.bn(x)` reads the
     # same in train and eval mode) but decides the program (batch statistics or
     # running ones): every module's flag is part of the key.

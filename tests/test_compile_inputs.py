@@ -343,3 +343,26 @@ def test_a_training_module_updates_its_buffers_once_per_call(grad_mode: str) -> 
     x = torch.randn(16, 8)
     with context():
         torch.testing.assert_close(f(x), eager(x))
+
+
+def _with_factories(x):
+    return x * torch.ones(3) + torch.arange(3) * 0.5 + torch.tensor(1.5)
+
+
+@pytest.mark.parametrize("input_dtype", [torch.float16, torch.float32])
+def test_a_new_default_dtype_after_compiling_is_followed(input_dtype):
+    """Factory calls without a dtype follow `torch.set_default_dtype`: the trace
+    kept `torch.ones(3)` as a constant of the default dtype it ran under, so a
+    call after the default changed returned float32 where eager gives float64."""
+    f = fusec.compile(_with_factories)
+    x = torch.randn(3).to(input_dtype)
+    previous = torch.get_default_dtype()
+    try:
+        for dtype in (torch.float32, torch.float64, torch.float32, torch.float64):
+            torch.set_default_dtype(dtype)
+            got, want = f(x), _with_factories(x)
+            assert got.dtype == want.dtype, (dtype, got.dtype, want.dtype)
+            torch.testing.assert_close(got, want)
+            assert f.launches_per_call == 1
+    finally:
+        torch.set_default_dtype(previous)
