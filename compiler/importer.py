@@ -62,6 +62,7 @@ import torch.fx
 import torch.nn.functional as F
 from fusec.dialects import aten
 from fusec.dialects import inference as inf
+from fusec.dialects.opmath import mark_steps
 from fusec.graph_values import Const, Ret
 from fusec.size_checks import SizeCheck, dim_sources
 from fusec.torch_ops import DTYPES_OF_TORCH
@@ -564,6 +565,17 @@ class _Importer:
             self.origins[op] = node
             op = op.next_op
 
+    def mark_opmath_steps(self, start: Operation | None, results: Sequence[Any]) -> None:
+        """The ops after `start` are one eager operator written out: all but those
+        computing its `results` are op-math steps (`fusec.dialects.opmath`), which a
+        kernel keeps in float32 as eager's one kernel does."""
+        new: list[Operation] = []
+        op = self.block.first_op if start is None else start.next_op
+        while op is not None:
+            new.append(op)
+            op = op.next_op
+        mark_steps(new, [r for r in results if isinstance(r, SSAValue)])
+
     def rollback(self, mark: Operation | None) -> None:
         while self.block.last_op is not mark:
             op = self.block.last_op
@@ -600,12 +612,14 @@ class _Importer:
         handler = _handler_for(node, self.gm)
         if handler is None:
             raise _NotMapped(_target_name(node))
+        start = self.block.last_op
         if node.op == "call_module":
             result = handler(self, self.gm.get_submodule(node.target), *node.args, **node.kwargs)
         else:
             result = handler(self, *node.args, **node.kwargs)
         if not isinstance(result, SSAValue) or not isinstance(result.owner, Operation):
             raise _NotMapped("in-place op without a single result")
+        self.mark_opmath_steps(start, (result,))
         if not result.owner.has_trait(aten.Pointwise):
             raise _NotMapped("in-place op that is not pointwise")
         dst_type = dst.type
@@ -774,6 +788,7 @@ class _Importer:
         handler = _handler_for(node, self.gm)
         if handler is None:
             raise _NotMapped(_target_name(node))
+        start = self.block.last_op
         if node.op == "call_module":
             mod = self.gm.get_submodule(node.target)
             result = handler(self, mod, *node.args, **node.kwargs)
@@ -782,6 +797,7 @@ class _Importer:
         else:
             result = handler(self, *node.args, **node.kwargs)
         self.check_types(result, value, _recorded(node))
+        self.mark_opmath_steps(start, result if isinstance(result, tuple) else (result,))
         hint = _hint(node.name)
         for r in result if isinstance(result, tuple) else (result,):
             if isinstance(r, SSAValue) and r.name_hint is None and isinstance(r.owner, Operation):
