@@ -256,6 +256,9 @@ class _Importer:
         self.origins: dict[Operation, torch.fx.Node] = {}
         self.opaque_reasons: dict[str, str] = {}
         self.verified: set[Operation] = set()
+        self.eager_results: list[SSAValue] = []
+        """Values a handler computes as eager ops of their own (rounded to their
+        dtype), not as op-math steps of the node's operator (`mark_opmath_steps`)."""
         """Ops verified as they were imported (`check_types`), not again at the end."""
         self.symbolic = _has_symbolic_sizes(gm)
         """The graph was captured with symbolic sizes (Dynamo `dynamic=True`, SymInt
@@ -574,9 +577,12 @@ class _Importer:
         while op is not None:
             new.append(op)
             op = op.next_op
-        mark_steps(new, [r for r in results if isinstance(r, SSAValue)])
+        own = [r for r in results if isinstance(r, SSAValue)] + self.eager_results
+        self.eager_results = []
+        mark_steps(new, own)
 
     def rollback(self, mark: Operation | None) -> None:
+        self.eager_results = []
         while self.block.last_op is not mark:
             op = self.block.last_op
             assert op is not None
@@ -1034,12 +1040,26 @@ _register(torch.add, operator.add, operator.iadd, "add", "add_")(_alpha_handler(
 _register(torch.sub, operator.sub, operator.isub, "sub", "sub_")(_alpha_handler(aten.SubOp))
 
 
+def _python_number(ctx: _Importer, a: Any) -> bool:
+    """Whether `a` is a Python number (not a bool), or a node holding one."""
+    if isinstance(a, torch.fx.Node):
+        v = ctx.env.get(a)
+        a = v.value if isinstance(v, Const) else None
+    return isinstance(a, int | float | torch.SymInt | torch.SymFloat) and not isinstance(a, bool)
+
+
 @_register(
     torch.div, torch.divide, torch.true_divide, operator.truediv, operator.itruediv,
     "div", "div_", "divide", "divide_", "true_divide", "true_divide_",
 )  # fmt: skip
 def _div(ctx: _Importer, a: Any, b: Any, *, rounding_mode: str | None = None) -> SSAValue:
     mode = ctx.const(rounding_mode)
+    if mode is None and _python_number(ctx, a):
+        # `s / x` is `x.__rtruediv__(s)`, which eager computes as
+        # `x.reciprocal() * s`: two ops, the reciprocal rounded to x's dtype.
+        recip = ctx.add_op(aten.ReciprocalOp(ctx.tensor(b))).results[0]
+        ctx.eager_results.append(recip)
+        return ctx.add_op(aten.MulOp(recip, ctx.operand(a))).results[0]
     return _binary(ctx, aten.DivOp, a, b, rounding_mode=None if mode is None else StringAttr(mode))
 
 

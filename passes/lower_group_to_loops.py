@@ -410,7 +410,10 @@ def _pow_scalar_exponent(e: _Emitter, x: SSAValue, y: SSAValue, dtype: Attribute
     return r
 
 
-def _floor_div(e: _Emitter, a: SSAValue, b: SSAValue) -> SSAValue:
+def _floor_div(e: _Emitter, a: SSAValue, b: SSAValue, half: Attribute | None = None) -> SSAValue:
+    """`torch.div(a, b, rounding_mode="floor")`; with a `half` type every step is
+    rounded to it, as ATen's kernel computes a half tensor-by-tensor floor
+    division in that type (a scalar divisor is divided by in op math)."""
     t = a.type
     if not is_floating(t):
         b = _safe_divisor(e, a, b)
@@ -422,24 +425,30 @@ def _floor_div(e: _Emitter, a: SSAValue, b: SSAValue) -> SSAValue:
                                    e.add(arith.CmpiOp(b, zero, "slt"))))  # fmt: skip
         adjust = e.add(arith.AndIOp(nonzero, signs))
         return e.add(arith.SelectOp(adjust, e.add(arith.SubiOp(q, e.const(1, t))), q))
+
+    def step(op: Operation) -> SSAValue:
+        v = e.add(op)
+        return v if half is None else e.cast(v, half)
+
     # c10's div_floor_floating: exact where a plain floor(a / b) is off by one.
-    zero, one, half = e.const(0.0, t), e.const(1.0, t), e.const(0.5, t)
-    mod = e.add(llvm.FRemOp(a, b))  # arith has no remf
-    div = e.add(arith.DivfOp(e.add(arith.SubfOp(a, mod)), b))
+    zero, one, point5 = e.const(0.0, t), e.const(1.0, t), e.const(0.5, t)
+    mod = e.add(llvm.FRemOp(a, b))  # arith has no remf; exact, so never rounded
+    div = step(arith.DivfOp(step(arith.SubfOp(a, mod)), b))
     mod_nz = e.add(arith.CmpfOp(mod, zero, "une"))
     sign_diff = e.add(arith.XOrIOp(e.add(arith.CmpfOp(b, zero, "olt")),
                                    e.add(arith.CmpfOp(mod, zero, "olt"))))  # fmt: skip
     div = e.add(arith.SelectOp(e.add(arith.AndIOp(mod_nz, sign_diff)),
-                               e.add(arith.SubfOp(div, one)), div))  # fmt: skip
+                               step(arith.SubfOp(div, one)), div))  # fmt: skip
     fl = e.add(mathd.FloorOp(div))
-    up = e.add(arith.CmpfOp(e.add(arith.SubfOp(div, fl)), half, "ogt"))
-    fl = e.add(arith.SelectOp(up, e.add(arith.AddfOp(fl, one)), fl))
+    up = e.add(arith.CmpfOp(step(arith.SubfOp(div, fl)), point5, "ogt"))
+    fl = e.add(arith.SelectOp(up, step(arith.AddfOp(fl, one)), fl))
     # div == 0 keeps the sign of the true quotient; b == 0 gives a / b (inf/nan).
     is_zero = e.add(arith.CmpfOp(div, zero, "oeq"))
-    signed_zero = e.add(mathd.CopySignOp(zero, e.add(arith.DivfOp(a, b))))
+    quotient = step(arith.DivfOp(a, b))
+    signed_zero = e.add(mathd.CopySignOp(zero, quotient))
     res = e.add(arith.SelectOp(is_zero, signed_zero, fl))
     b_zero = e.add(arith.CmpfOp(b, zero, "oeq"))
-    return e.add(arith.SelectOp(b_zero, e.add(arith.DivfOp(a, b)), res))
+    return e.add(arith.SelectOp(b_zero, quotient, res))
 
 
 def _operand_type(t: Attribute) -> Attribute:
@@ -568,7 +577,9 @@ def _emit_pointwise(e: _Emitter, op: Operation, args: Sequence[SSAValue]) -> SSA
             mode = op.properties.get("rounding_mode")
             mode_s = None if mode is None else mode.data  # type: ignore[attr-defined]
             if mode_s == "floor":
-                return _floor_div(e, x, xs[1])
+                dt = res_t.get_element_type()
+                in_half = dt in (F16, BF16) and 1 not in _opmath_operands(op)
+                return _floor_div(e, x, xs[1], dt if in_half else None)
             if fl:
                 q = e.add(arith.DivfOp(x, xs[1]))
                 if mode_s != "trunc":
