@@ -63,7 +63,7 @@ SCALAR_CASES = {
     "rsub_rounds_scalar": lambda x: 0.1 - (-x),
     "add_alpha_rounded": lambda x: torch.add(-x, -x, alpha=1e-8),
     "pow_rounds_exponent": lambda x: (-x) ** 1.0001,
-    "rpow_rounds_base": lambda x: 2.0001 ** -x,
+    "rpow_rounds_base": lambda x: 2.0001**-x,
     "pow_half": lambda x: (-x) ** 0.5,
     "pow_cube": lambda x: (-x) ** 3,
     "pow_minus_two": lambda x: (-x) ** -2.0,
@@ -90,8 +90,8 @@ ROUNDING_CASES = {
     "chain": lambda x: torch.sigmoid(x * 2).exp() - 1,
     "trunc_div_tensors": lambda x: torch.div(x, x.flip(0) * 0.3, rounding_mode="trunc"),
     "floor_div_tensors": lambda x: torch.div(x, x.flip(0) * 0.3, rounding_mode="floor"),
-    "mean_rounded_before_use": lambda x: (x * 1e-3).view(-1, 8) - (x * 1e-3).view(-1, 8).mean(
-        -1, keepdim=True
+    "mean_rounded_before_use": lambda x: (
+        (x * 1e-3).view(-1, 8) - (x * 1e-3).view(-1, 8).mean(-1, keepdim=True)
     ),
 }
 
