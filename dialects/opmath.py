@@ -17,18 +17,32 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from xdsl.dialects.builtin import UnitAttr
+from xdsl.dialects.builtin import BFloat16Type, Float16Type, TensorType, UnitAttr
 from xdsl.ir import Operation, SSAValue
 
 OPMATH_STEP = "fusion.opmath_step"
 
 
+def _touches_half(op: Operation) -> bool:
+    types = [v.type for v in (*op.operands, *op.results)]
+    return any(
+        isinstance(t, TensorType) and isinstance(t.get_element_type(), Float16Type | BFloat16Type)
+        for t in types
+    )
+
+
 def mark_steps(ops: Iterable[Operation], results: Iterable[SSAValue]) -> None:
     """Marks the `aten` ops of one eager operator, except those computing `results`
-    (the operator's own results, which eager rounds), as op-math steps."""
+    (the operator's own results, which eager rounds), as op-math steps. Only ops
+    with a half-typed operand or result: float32 and wider compute in their own
+    type, so the mark would change nothing there."""
     kept = set(results)
     for op in ops:
-        if op.name.startswith("aten.") and not any(r in kept for r in op.results):
+        if (
+            op.name.startswith("aten.")
+            and _touches_half(op)
+            and not any(r in kept for r in op.results)
+        ):
             op.attributes[OPMATH_STEP] = UnitAttr()
 
 
