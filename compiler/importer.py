@@ -62,6 +62,7 @@ import torch.fx
 import torch.nn.functional as F
 from fusec.dialects import aten
 from fusec.dialects import inference as inf
+from fusec.dialects.opmath import mark_steps
 from fusec.graph_values import Const, Ret
 from fusec.size_checks import SizeCheck, dim_sources
 from fusec.torch_ops import DTYPES_OF_TORCH
@@ -255,6 +256,9 @@ class _Importer:
         self.origins: dict[Operation, torch.fx.Node] = {}
         self.opaque_reasons: dict[str, str] = {}
         self.verified: set[Operation] = set()
+        self.eager_results: list[SSAValue] = []
+        """Values a handler computes as eager ops of their own (rounded to their
+        dtype), not as op-math steps of the node's operator (`mark_opmath_steps`)."""
         """Ops verified as they were imported (`check_types`), not again at the end."""
         self.symbolic = _has_symbolic_sizes(gm)
         """The graph was captured with symbolic sizes (Dynamo `dynamic=True`, SymInt
@@ -564,7 +568,21 @@ class _Importer:
             self.origins[op] = node
             op = op.next_op
 
+    def mark_opmath_steps(self, start: Operation | None, results: Sequence[Any]) -> None:
+        """The ops after `start` are one eager operator written out: all but those
+        computing its `results` are op-math steps (`fusec.dialects.opmath`), which a
+        kernel keeps in float32 as eager's one kernel does."""
+        new: list[Operation] = []
+        op = self.block.first_op if start is None else start.next_op
+        while op is not None:
+            new.append(op)
+            op = op.next_op
+        own = [r for r in results if isinstance(r, SSAValue)] + self.eager_results
+        self.eager_results = []
+        mark_steps(new, own)
+
     def rollback(self, mark: Operation | None) -> None:
+        self.eager_results = []
         while self.block.last_op is not mark:
             op = self.block.last_op
             assert op is not None
@@ -600,12 +618,14 @@ class _Importer:
         handler = _handler_for(node, self.gm)
         if handler is None:
             raise _NotMapped(_target_name(node))
+        start = self.block.last_op
         if node.op == "call_module":
             result = handler(self, self.gm.get_submodule(node.target), *node.args, **node.kwargs)
         else:
             result = handler(self, *node.args, **node.kwargs)
         if not isinstance(result, SSAValue) or not isinstance(result.owner, Operation):
             raise _NotMapped("in-place op without a single result")
+        self.mark_opmath_steps(start, (result,))
         if not result.owner.has_trait(aten.Pointwise):
             raise _NotMapped("in-place op that is not pointwise")
         dst_type = dst.type
@@ -774,6 +794,7 @@ class _Importer:
         handler = _handler_for(node, self.gm)
         if handler is None:
             raise _NotMapped(_target_name(node))
+        start = self.block.last_op
         if node.op == "call_module":
             mod = self.gm.get_submodule(node.target)
             result = handler(self, mod, *node.args, **node.kwargs)
@@ -782,6 +803,7 @@ class _Importer:
         else:
             result = handler(self, *node.args, **node.kwargs)
         self.check_types(result, value, _recorded(node))
+        self.mark_opmath_steps(start, result if isinstance(result, tuple) else (result,))
         hint = _hint(node.name)
         for r in result if isinstance(result, tuple) else (result,):
             if isinstance(r, SSAValue) and r.name_hint is None and isinstance(r.owner, Operation):
@@ -1018,12 +1040,26 @@ _register(torch.add, operator.add, operator.iadd, "add", "add_")(_alpha_handler(
 _register(torch.sub, operator.sub, operator.isub, "sub", "sub_")(_alpha_handler(aten.SubOp))
 
 
+def _python_number(ctx: _Importer, a: Any) -> bool:
+    """Whether `a` is a Python number (not a bool), or a node holding one."""
+    if isinstance(a, torch.fx.Node):
+        v = ctx.env.get(a)
+        a = v.value if isinstance(v, Const) else None
+    return isinstance(a, int | float | torch.SymInt | torch.SymFloat) and not isinstance(a, bool)
+
+
 @_register(
     torch.div, torch.divide, torch.true_divide, operator.truediv, operator.itruediv,
     "div", "div_", "divide", "divide_", "true_divide", "true_divide_",
 )  # fmt: skip
 def _div(ctx: _Importer, a: Any, b: Any, *, rounding_mode: str | None = None) -> SSAValue:
     mode = ctx.const(rounding_mode)
+    if mode is None and _python_number(ctx, a):
+        # `s / x` is `x.__rtruediv__(s)`, which eager computes as
+        # `x.reciprocal() * s`: two ops, the reciprocal rounded to x's dtype.
+        recip = ctx.add_op(aten.ReciprocalOp(ctx.tensor(b))).results[0]
+        ctx.eager_results.append(recip)
+        return ctx.add_op(aten.MulOp(recip, ctx.operand(a))).results[0]
     return _binary(ctx, aten.DivOp, a, b, rounding_mode=None if mode is None else StringAttr(mode))
 
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from fusec.dialects import aten
 from fusec.dialects import inference as inf
+from fusec.dialects.opmath import is_step, mark_steps
 from fusec.passes.reduction_domain import is_reduction, keeps_dims, reduced_dims
 from xdsl.context import Context
 from xdsl.dialects.arith import ConstantOp
@@ -140,6 +141,8 @@ def _replace(
         for new in reversed(ops):
             new.erase()
         return
+    # One eager kernel: its steps stay in op math, as they did in the whole op.
+    mark_steps(ops, [] if is_step(op) else [result])
     _drop_unusable_hint(op)
     rewriter.replace(op, ops, [result])
 
@@ -210,6 +213,7 @@ class KeepReducedDims(RewritePattern):
         kept = type(op).create(
             operands=[op.operands[0]], properties=props, result_types=[TensorType(dt, shape)]
         )
+        kept.attributes.update(op.attributes)
         ops: list[Operation] = [kept]
         value = kept.results[0]
         for d in reversed(dims):
@@ -303,6 +307,7 @@ class SquareForPowTwo(RewritePattern):
         if square.result.type != op.results[0].type:
             square.erase()
             return
+        square.attributes.update(op.attributes)
         _drop_unusable_hint(op)
         rewriter.replace(op, [square], [square.result])
 

@@ -38,6 +38,7 @@ from typing import Any
 from fusec.dialects import aten
 from fusec.dialects import inference as inf
 from fusec.dialects.inference import BF16, BOOL, F16, F32, F64
+from fusec.dialects.opmath import is_step
 from fusec.passes.cpu_loop_nest import cpu_loops
 from fusec.passes.kernel_cost import element_cost
 from fusec.runtime.kernel_signature import CatExit, KernelSignature, OperandSpec, OutputSpec
@@ -245,20 +246,54 @@ def _prop_number(op: Operation, name: str) -> float | int | None:
     return attr.value.data
 
 
-def _round_scalars(
+def _to_common_dtype(
     e: _Emitter, op: Operation, args: Sequence[SSAValue], dtype: Attribute
 ) -> list[SSAValue]:
-    """PyTorch converts a Python-scalar operand to the op's common dtype before
-    computing, so with a half type the scalar is first rounded to it:
+    """PyTorch converts every operand to the op's common dtype before computing,
+    so with a half type a Python scalar, a 0-d tensor of a wider type or an
+    integer is first rounded to it:
 
         x_f16 < 0.1   compares x with f16(0.1) = 0.0999755859375, not with 0.1
-    """
+
+    except where its CPU kernels read the scalar in op math (`_opmath_operands`):
+    `x_f16 * 1e-8` multiplies by the float32 1e-8, not by f16(1e-8) = 0."""
     if dtype not in (F16, BF16):
         return list(args)
+    keep = _opmath_operands(op)
     return [
-        v if isinstance(o.type, TensorType) else e.cast(v, dtype)
-        for o, v in zip(op.operands, args, strict=True)
+        v if k in keep or inf.element_type(o.type) == dtype else e.cast(v, dtype)
+        for k, (o, v) in enumerate(zip(op.operands, args, strict=True))
     ]
+
+
+def _opmath_operands(op: Operation) -> set[int]:
+    """Operands a half-typed op reads as float32 values, unrounded: all of an
+    op-math step's (`fusec.dialects.opmath`), and the scalar (a Python number or
+    a 0-d tensor) that is the second operand of `mul` and `div`: ATen's
+    mul/div kernels take it as `iter.original_scalar_value<float>`. A Python
+    number first in a `mul` is `x.__rmul__(s)`, so it is the second in eager."""
+    if is_step(op):
+        return set(range(len(op.operands)))
+    if op.name not in ("aten.mul", "aten.div") or len(op.operands) != 2:
+        return set()
+    keep: set[int] = set()
+    second = op.operands[1].type
+    if not isinstance(second, TensorType) or second.get_num_dims() == 0:
+        keep.add(1)
+    if op.name == "aten.mul" and not isinstance(op.operands[0].type, TensorType):
+        keep.add(0)
+    return keep
+
+
+def round_result(e: _Emitter, op: Operation, v: SSAValue) -> SSAValue:
+    """`v`, the value of `op`'s (first) result, rounded to the result's half type
+    as eager rounds every op's result, so overflow to inf, the values an int or
+    bool cast sees and every later op match eager; an op-math step keeps float32."""
+    t = op.results[0].type
+    et = t.get_element_type() if isinstance(t, TensorType) else t
+    if et not in (F16, BF16) or is_step(op) or v.type != F32:
+        return v
+    return e.cast(v, et)
 
 
 _CMPF = {"aten.eq": "oeq", "aten.ne": "une", "aten.lt": "olt", "aten.le": "ole",
@@ -349,29 +384,36 @@ def _int_pow(e: _Emitter, a: SSAValue, b: SSAValue) -> SSAValue:
     return e.add(arith.SelectOp(e.add(arith.CmpiOp(b, zero, "slt")), negative, result))
 
 
-def _pow_scalar_exponent(e: _Emitter, x: SSAValue, y: SSAValue) -> SSAValue:
+def _pow_scalar_exponent(e: _Emitter, x: SSAValue, y: SSAValue, dtype: Attribute) -> SSAValue:
     """`x ** scalar` as PyTorch's pow_tensor_scalar computes it: the exponents
     0.5, -0.5, 2, 3, -1 and -2 are sqrt, rsqrt and products, the rest `pow`
-    (so `(-inf) ** 0.5` is sqrt(-inf) = NaN, not pow's +inf)."""
+    (so `(-inf) ** 0.5` is sqrt(-inf) = NaN, not pow's +inf). float16 has no
+    such cases but 2, 3, -1, -2 (exact in f32, so equal to pow), and bfloat16
+    rounds the square inside a cube and inside `1 / (x * x)` (its kernel
+    multiplies in bfloat16)."""
     t = x.type
     one = e.const(1.0, t)
     sq = e.add(arith.MulfOp(x, x))
+    sq_rounded = e.cast(sq, dtype) if dtype == BF16 else sq
     root = e.add(mathd.SqrtOp(x))
     cases = [
-        (0.5, root),
-        (-0.5, e.add(arith.DivfOp(one, root))),
         (2.0, sq),
-        (3.0, e.add(arith.MulfOp(sq, x))),
+        (3.0, e.add(arith.MulfOp(sq_rounded, x))),
         (-1.0, e.add(arith.DivfOp(one, x))),
-        (-2.0, e.add(arith.DivfOp(one, sq))),
+        (-2.0, e.add(arith.DivfOp(one, sq_rounded))),
     ]
+    if dtype != F16:
+        cases += [(0.5, root), (-0.5, e.add(arith.DivfOp(one, root)))]
     r = e.add(mathd.PowFOp(x, y))
     for value, special in cases:
         r = e.add(arith.SelectOp(e.add(arith.CmpfOp(y, e.const(value, t), "oeq")), special, r))
     return r
 
 
-def _floor_div(e: _Emitter, a: SSAValue, b: SSAValue) -> SSAValue:
+def _floor_div(e: _Emitter, a: SSAValue, b: SSAValue, half: Attribute | None = None) -> SSAValue:
+    """`torch.div(a, b, rounding_mode="floor")`; with a `half` type every step is
+    rounded to it, as ATen's kernel computes a half tensor-by-tensor floor
+    division in that type (a scalar divisor is divided by in op math)."""
     t = a.type
     if not is_floating(t):
         b = _safe_divisor(e, a, b)
@@ -383,24 +425,30 @@ def _floor_div(e: _Emitter, a: SSAValue, b: SSAValue) -> SSAValue:
                                    e.add(arith.CmpiOp(b, zero, "slt"))))  # fmt: skip
         adjust = e.add(arith.AndIOp(nonzero, signs))
         return e.add(arith.SelectOp(adjust, e.add(arith.SubiOp(q, e.const(1, t))), q))
+
+    def step(op: Operation) -> SSAValue:
+        v = e.add(op)
+        return v if half is None else e.cast(v, half)
+
     # c10's div_floor_floating: exact where a plain floor(a / b) is off by one.
-    zero, one, half = e.const(0.0, t), e.const(1.0, t), e.const(0.5, t)
-    mod = e.add(llvm.FRemOp(a, b))  # arith has no remf
-    div = e.add(arith.DivfOp(e.add(arith.SubfOp(a, mod)), b))
+    zero, one, point5 = e.const(0.0, t), e.const(1.0, t), e.const(0.5, t)
+    mod = e.add(llvm.FRemOp(a, b))  # arith has no remf; exact, so never rounded
+    div = step(arith.DivfOp(step(arith.SubfOp(a, mod)), b))
     mod_nz = e.add(arith.CmpfOp(mod, zero, "une"))
     sign_diff = e.add(arith.XOrIOp(e.add(arith.CmpfOp(b, zero, "olt")),
                                    e.add(arith.CmpfOp(mod, zero, "olt"))))  # fmt: skip
     div = e.add(arith.SelectOp(e.add(arith.AndIOp(mod_nz, sign_diff)),
-                               e.add(arith.SubfOp(div, one)), div))  # fmt: skip
+                               step(arith.SubfOp(div, one)), div))  # fmt: skip
     fl = e.add(mathd.FloorOp(div))
-    up = e.add(arith.CmpfOp(e.add(arith.SubfOp(div, fl)), half, "ogt"))
-    fl = e.add(arith.SelectOp(up, e.add(arith.AddfOp(fl, one)), fl))
+    up = e.add(arith.CmpfOp(step(arith.SubfOp(div, fl)), point5, "ogt"))
+    fl = e.add(arith.SelectOp(up, step(arith.AddfOp(fl, one)), fl))
     # div == 0 keeps the sign of the true quotient; b == 0 gives a / b (inf/nan).
     is_zero = e.add(arith.CmpfOp(div, zero, "oeq"))
-    signed_zero = e.add(mathd.CopySignOp(zero, e.add(arith.DivfOp(a, b))))
+    quotient = step(arith.DivfOp(a, b))
+    signed_zero = e.add(mathd.CopySignOp(zero, quotient))
     res = e.add(arith.SelectOp(is_zero, signed_zero, fl))
     b_zero = e.add(arith.CmpfOp(b, zero, "oeq"))
-    return e.add(arith.SelectOp(b_zero, e.add(arith.DivfOp(a, b)), res))
+    return e.add(arith.SelectOp(b_zero, quotient, res))
 
 
 def _operand_type(t: Attribute) -> Attribute:
@@ -417,7 +465,9 @@ def emit_pointwise(e: _Emitter, op: Operation, args: Sequence[SSAValue]) -> SSAV
     assert isinstance(res_t, TensorType)
     if res_t.get_element_type() == inf.U8 and op.name != "aten.to":  # `to` has wrapped
         return e.wrap_u8(res)
-    return res
+    if op.name == "aten.to":  # `cast` has rounded
+        return res
+    return round_result(e, op, res)
 
 
 def _emit_pointwise(e: _Emitter, op: Operation, args: Sequence[SSAValue]) -> SSAValue:
@@ -428,7 +478,7 @@ def _emit_pointwise(e: _Emitter, op: Operation, args: Sequence[SSAValue]) -> SSA
     if name in _CMPF:
         dtype = inf.result_dtype([o.type for o in op.operands])
         common = compute_type(dtype)
-        a, b = (e.cast(v, _operand_type(dtype)) for v in _round_scalars(e, op, args, dtype))
+        a, b = (e.cast(v, _operand_type(dtype)) for v in _to_common_dtype(e, op, args, dtype))
         if is_floating(common):
             return e.add(arith.CmpfOp(a, b, _CMPF[name]))
         return e.add(arith.CmpiOp(a, b, (_CMPU if common == BOOL else _CMPI)[name]))
@@ -449,8 +499,8 @@ def _emit_pointwise(e: _Emitter, op: Operation, args: Sequence[SSAValue]) -> SSA
         value = _prop_number(op, "value")
         assert value is not None
         return e.const(bool(value) if ct == BOOL else value, ct)
-    if name != "aten.pow":  # pow takes its scalar exponent at full precision
-        args = _round_scalars(e, op, args, res_t.get_element_type())
+    # (a float pow takes its scalar exponent at full precision, a half one rounded)
+    args = _to_common_dtype(e, op, args, res_t.get_element_type())
     xs = [e.cast(v, et) for v in args]
     fl = is_floating(ct)
     x = xs[0]
@@ -508,7 +558,12 @@ def _emit_pointwise(e: _Emitter, op: Operation, args: Sequence[SSAValue]) -> SSA
             b = xs[1]
             alpha = _prop_number(op, "alpha")
             if alpha is not None and alpha != 1:
-                b = e.add((arith.MulfOp if fl else arith.MuliOp)(b, e.const(alpha, ct)))
+                # alpha is converted to the op's dtype, as the other operands are:
+                # add(inf, x, alpha=1e-8) in f16 is inf + x * 0 = NaN, as in eager.
+                scale = e.const(alpha, ct)
+                if not is_step(op):
+                    scale = e.cast(scale, res_t.get_element_type())
+                b = e.add((arith.MulfOp if fl else arith.MuliOp)(b, scale))
             if ct == BOOL:
                 return e.add(arith.OrIOp(x, b))
             if name == "aten.add":
@@ -522,20 +577,25 @@ def _emit_pointwise(e: _Emitter, op: Operation, args: Sequence[SSAValue]) -> SSA
             mode = op.properties.get("rounding_mode")
             mode_s = None if mode is None else mode.data  # type: ignore[attr-defined]
             if mode_s == "floor":
-                return _floor_div(e, x, xs[1])
+                dt = res_t.get_element_type()
+                in_half = dt in (F16, BF16) and 1 not in _opmath_operands(op)
+                return _floor_div(e, x, xs[1], dt if in_half else None)
             if fl:
                 q = e.add(arith.DivfOp(x, xs[1]))
                 if mode_s != "trunc":
                     return q
-                # Half types round the quotient before truncating, as PyTorch does.
-                return e.add(mathd.TruncOp(e.cast(q, res_t.get_element_type())))
+                # Half types round the quotient before truncating, as PyTorch does,
+                # but for a scalar divisor, which its kernel divides by in op math.
+                if 1 not in _opmath_operands(op):
+                    q = e.cast(q, res_t.get_element_type())
+                return e.add(mathd.TruncOp(q))
             return e.add(arith.DivSIOp(x, _safe_divisor(e, x, xs[1])))
         case "aten.pow":
             if not fl:
                 return _int_pow(e, x, xs[1])
             if isinstance(op.operands[1].type, TensorType):
                 return e.add(mathd.PowFOp(x, xs[1]))
-            return _pow_scalar_exponent(e, x, xs[1])
+            return _pow_scalar_exponent(e, x, xs[1], res_t.get_element_type())
         case "aten.maximum" | "aten.minimum":
             return _maximum(e, x, xs[1], name == "aten.maximum")
     raise DiagnosticException(f"lower-group-to-loops: no lowering for {name}")

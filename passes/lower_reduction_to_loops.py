@@ -52,6 +52,7 @@ from fusec.passes.lower_group_to_loops import (
     finish_kernel,
     is_floating,
     kernel_entry,
+    round_result,
     storage_type,
 )
 from fusec.passes.lower_reduction_gpu import WarpRows
@@ -192,7 +193,12 @@ def _combine(e: _Emitter, kind: str, a: list[SSAValue], b: list[SSAValue]) -> li
 
 
 def _finish(e: _Emitter, op: Operation, accs: list[SSAValue], count: SSAValue) -> SSAValue:
-    """The reduction's value from its accumulators (`count`: reduced elements, index)."""
+    """The reduction's value from its accumulators (`count`: reduced elements,
+    index), rounded to a half-typed result as eager's kernel rounds it."""
+    return round_result(e, op, _value(e, op, accs, count))
+
+
+def _value(e: _Emitter, op: Operation, accs: list[SSAValue], count: SSAValue) -> SSAValue:
     kind = _KINDS[op.name]
     t = accs[0].type
     if kind == "mean":

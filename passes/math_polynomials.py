@@ -670,7 +670,9 @@ def sin(em: Emitter, x: SSAValue, fast: bool = False) -> SSAValue:
     if fast and em.is_f32:
         return _sincos_f32_fast(em, x, False)
     s, c, q = _sincos_kernels(em, x, fast)
-    return _quadrant(em, s, c, q)
+    # sin(-0) = -0 (so 1 / sin(x) is -inf there): the reductions give r = +-0 and
+    # r + r^3 P rounds -0 + 0 to +0
+    return em.select(em.cmp("oeq", x, em.c(0.0)), x, _quadrant(em, s, c, q))
 
 
 def cos(em: Emitter, x: SSAValue, fast: bool = False) -> SSAValue:
@@ -744,8 +746,8 @@ def _erf_f64(ed: Emitter, x: SSAValue) -> SSAValue:
     return ed.copysign(y, x)
 
 
-# f32: erf(x) = x * P(x^2) / Q(x^2) on |x| <= 3.92, one rational for the whole
-# range, so a lane costs a dozen FMAs and a division in f32 (no exp, no f64).
+# f32: erf(x) = x * P(x^2) / Q(x^2) on |x| <= 3.92 (used below 0.5 only: its
+# ulps near erf = 1 flipped int casts of eager's +-1.0), a dozen FMAs and a division.
 # Fitted here (relative minimax by reweighted least squares, coefficients
 # rounded to f32 one at a time and the rest refitted): 5e-8 relative, and
 # evaluated in f32 at most 6 ulp from erf with FMA, 8 without (the sum of the
@@ -766,16 +768,21 @@ _ERF_F32_Q = (
     2.3017699277261272e-05,
     -1.1063915650311174e-07,
 )
-_ERF_F32_ONE = 3.92
 
 
 def _erf_f32(em: Emitter, x: SSAValue) -> SSAValue:
+    """The f32 rational for |x| < 0.5; the f64 table form rounded to f32 beyond,
+    which is eager's value where the rational's ulps matter: near +-1,
+    `.to(int)` of its 0.99999994 is 0 where eager's 1.0 gives 1. (Both are
+    computed on every lane, as a vectorized loop does anyway; f32 and f64 fabs
+    may not share a function, so the test is in f64.)"""
+    ed = em.other(f64)
+    xd = ed.ext(x, f64)
+    wide = ed.trunc(_erf_f64(ed, xd), f32)
     z = em.mul(x, x)
     r = em.div(em.mul(x, em.horner(z, _ERF_F32_P)), em.horner(z, _ERF_F32_Q))
-    # rounding can reach 1 + ulp just below the cut; NaN passes both clamps
-    r = em.clamp(r, -1.0, 1.0)
-    big = em.cmp("ogt", em.fabs(x), em.c(_ERF_F32_ONE))
-    return em.select(big, em.copysign(em.c(1.0), x), r)
+    small = ed.cmp("olt", ed.fabs(xd), ed.c(0.5))
+    return em.select(small, r, wide)
 
 
 def erf(em: Emitter, x: SSAValue) -> SSAValue:
@@ -789,7 +796,7 @@ def tables_used(
     maker of the `llvm.mlir.global` a module needs once)."""
     if op_name in ("math.sin", "math.cos") and not fast:
         return [(TWO_OVER_PI_TABLE, two_over_pi_global)]
-    if op_name == "math.erf" and isinstance(ftype, Float64Type):
+    if op_name == "math.erf":
         return [(ERF_TABLE, erf_table_global)]
     return []
 

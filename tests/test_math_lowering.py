@@ -411,3 +411,36 @@ def test_f64_erf_dense_sweep() -> None:
     got, want = run("erf", x), torch.erf(x)
     rel = (got - want).abs() / want.abs().clamp_min(1e-300)
     assert rel.max() <= 1e-15, f"erf({x[rel.argmax()].item()!r}): rel {rel.max().item():.3g}"
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["f32", "f64"])
+def test_exact_sin_keeps_the_sign_of_zero(dtype: torch.dtype) -> None:
+    """The exact sin/cos (every f64 lane, and f32 loops with a large lane):
+    sin(-0) = -0, so 1 / sin(x) is -inf there as in eager; cos(-0) = 1."""
+    x = torch.tensor([-0.0, 0.0, -0.0, 1e30, -1e-30, 3.0], dtype=dtype)
+    got = run("sin", x)
+    assert torch.equal(torch.signbit(got), torch.signbit(torch.sin(x))), got
+    assert torch.equal(run("cos", x)[:3], torch.ones(3, dtype=dtype))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["f32", "f64"])
+def test_reciprocal_of_sin_at_negative_zero_in_a_kernel(dtype: torch.dtype) -> None:
+    """A fused `1 / sin(x)` whose launch has a large lane (exact path) gives
+    eager's infinities at +-0."""
+    x = torch.tensor([-0.0, 0.0, 1e30, -0.0, 2.0, -2.0, 0.0, -0.0], dtype=dtype)
+    f = fusec.compile(lambda t: 1 / torch.sin(t * 1))
+    got, want = f(x), 1 / torch.sin(x * 1)
+    assert f.launches_per_call == 1
+    assert torch.equal(got[[0, 1, 3, 6, 7]], want[[0, 1, 3, 6, 7]]), (got, want)
+
+
+def test_f32_erf_is_correctly_rounded_from_half_up() -> None:
+    """f32 erf for |x| >= 0.5 is erf in f64 rounded once (the rational f32 fit was
+    up to 5 ulp off near +-1, where `.to(int)` turned eager's -1.0 into 0)."""
+    x = torch.cat([torch.linspace(-4.5, -0.5, 100_001), torch.linspace(0.5, 4.5, 100_001)])
+    x = torch.cat([x, torch.tensor([3.911090850830078, -2.9014580249786377, 10.0, -10.0])])
+    got = run("erf", x)
+    want = torch.erf(x.double()).float()
+    assert torch.equal(got, want), x[got != want][:5]
+    ulps = (got.view(torch.int32) - torch.erf(x).view(torch.int32)).abs()
+    assert ulps.max() <= 1

@@ -116,18 +116,21 @@ func.func @cos_full_f64(%x: f64) -> f64 {
 
 // -----
 
-// f32 erf stays in f32: x * P(x^2) / Q(x^2), clamped to [-1, 1], +-1 past 3.92.
+// f32 erf: the f64 table form rounded once to f32 (correctly rounded near +-1,
+// as eager), and below |x| = 0.5 the f32 rational x * P(x^2) / Q(x^2).
 // CHECK-LABEL: func.func @erf_f32
 // CHECK-SAME:    (%[[X:.*]]: f32)
-// CHECK-NOT:     llvm.fpext
+// CHECK:         %[[XD:.*]] = llvm.fpext %[[X]] : f32 to f64
+// CHECK:         llvm.load %{{.*}} : !llvm.ptr -> f64
+// CHECK:         %[[WIDE:.*]] = llvm.fptrunc %{{.*}} : f64 to f32
 // CHECK:         %[[Z:.*]] = llvm.fmul %[[X]], %[[X]] {fastmathFlags = #llvm.fastmath<contract>} : f32
 // CHECK:         %[[R:.*]] = llvm.fdiv %{{.*}}, %{{.*}} : f32
-// CHECK:         %[[CUT:.*]] = llvm.mlir.constant(3.920000e+00 : f32) : f32
-// CHECK:         %[[BIG:.*]] = llvm.fcmp "ogt" %{{.*}}, %[[CUT]] : f32
-// CHECK:         llvm.select %[[BIG]], %{{.*}}, %{{.*}} : i1, f32
-// CHECK-NOT:     llvm.fpext
+// CHECK:         %[[HALF:.*]] = llvm.mlir.constant(5.000000e-01 : f64) : f64
+// CHECK:         %[[SMALL:.*]] = llvm.fcmp "olt" %{{.*}}, %[[HALF]] : f64
+// CHECK:         %[[Y:.*]] = llvm.select %[[SMALL]], %[[R]], %[[WIDE]] : i1, f32
 // CHECK-NOT:     llvm.call
-// CHECK:         func.return %{{.*}} : f32
+// CHECK:         func.return %[[Y]] : f32
+// CHECK:         llvm.mlir.global private constant @__fusec_erf_table
 func.func @erf_f32(%x: f32) -> f32 {
   %y = math.erf %x : f32
   func.return %y : f32

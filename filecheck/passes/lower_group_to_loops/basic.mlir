@@ -1,6 +1,8 @@
 // RUN: fusec-opt %s -p lower-group-to-loops --split-input-file | filecheck %s
 
 // Sizes and strides are arguments; the outer loop runs over [begin, end).
+// Half math is f32, each op's result rounded to f16 as eager rounds it; the
+// scalar second operand of a mul is a float32, not rounded to f16 (op math).
 // CHECK-LABEL: func.func @k(
 // CHECK-SAME:    %[[B:.*]]: index, %[[E:.*]]: index, %[[N0:.*]]: index, %[[N1:.*]]: index, %[[X:.*]]: memref<?xf16>, %[[XS0:.*]]: index, %[[XS1:.*]]: index, %[[O:.*]]: memref<?xf16>, %{{.*}}: index, %{{.*}}: index, %[[S:.*]]: f64)
 // CHECK:         scf.for %[[I0:.*]] = %[[B]] to %[[E]]
@@ -8,7 +10,11 @@
 // CHECK:           scf.for %[[I1:.*]] = %{{.*}} to %[[N1]]
 // CHECK:             %[[L:.*]] = memref.load %[[X]]
 // CHECK:             %[[F:.*]] = arith.extf %[[L]] : f16 to f32
-// CHECK:             math.exp %[[F]] : f32
+// CHECK:             %[[EXP:.*]] = math.exp %[[F]] : f32
+// CHECK-NEXT:        %[[EXPH:.*]] = arith.truncf %[[EXP]] : f32 to f16
+// CHECK-NEXT:        %[[EXPR:.*]] = arith.extf %[[EXPH]] : f16 to f32
+// CHECK-NEXT:        %[[SF:.*]] = arith.truncf %[[S]] : f64 to f32
+// CHECK-NEXT:        arith.mulf %[[EXPR]], %[[SF]] : f32
 // CHECK:             arith.truncf %{{.*}} : f32 to f16
 // CHECK:             memref.store %{{.*}}, %[[O]]
 func.func @k(%x: tensor<4x3xf16>, %s: f64) -> tensor<4x3xf16> attributes {fusion.kernel} {

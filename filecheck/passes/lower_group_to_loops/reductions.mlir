@@ -1,7 +1,8 @@
 // RUN: fusec-opt %s -p lower-group-to-loops --split-input-file --verify-diagnostics | filecheck %s
 
 // Softmax: per kept index, one nest per stage carrying its accumulator (f32 for
-// f16 data), then the epilogue nest writes the output.
+// f16 data), then the epilogue nest writes the output. Its steps (as
+// decompose-reductions marks them) stay in f32: only the result is rounded.
 // CHECK-LABEL: func.func @softmax(
 // CHECK-SAME:    %[[B:.*]]: index, %[[E:.*]]: index, %[[N0:.*]]: index, %[[N1:.*]]: index, %[[X:.*]]: memref<?xf16>, %{{.*}}: index, %{{.*}}: index, %[[O:.*]]: memref<?xf16>, %{{.*}}: index, %{{.*}}: index)
 // CHECK:         scf.for %{{.*}} = %[[B]] to %[[E]]
@@ -25,10 +26,10 @@
 // CHECK:             arith.truncf %{{.*}} : f32 to f16
 // CHECK:             memref.store %{{.*}}, %[[O]]
 func.func @softmax(%x: tensor<4x8xf16>) -> tensor<4x8xf16> attributes {fusion.kernel} {
-  %m = aten.amax %x dims = [1] keepdim = true : tensor<4x8xf16> -> tensor<4x1xf16>
-  %d = aten.sub %x, %m : tensor<4x8xf16>, tensor<4x1xf16> -> tensor<4x8xf16>
-  %e = aten.exp %d : tensor<4x8xf16> -> tensor<4x8xf16>
-  %s = aten.sum %e dims = [1] keepdim = true : tensor<4x8xf16> -> tensor<4x1xf16>
+  %m = aten.amax %x dims = [1] keepdim = true {fusion.opmath_step} : tensor<4x8xf16> -> tensor<4x1xf16>
+  %d = aten.sub %x, %m {fusion.opmath_step} : tensor<4x8xf16>, tensor<4x1xf16> -> tensor<4x8xf16>
+  %e = aten.exp %d {fusion.opmath_step} : tensor<4x8xf16> -> tensor<4x8xf16>
+  %s = aten.sum %e dims = [1] keepdim = true {fusion.opmath_step} : tensor<4x8xf16> -> tensor<4x1xf16>
   %r = aten.div %e, %s : tensor<4x8xf16>, tensor<4x1xf16> -> tensor<4x8xf16>
   func.return %r : tensor<4x8xf16>
 }
