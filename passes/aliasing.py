@@ -17,7 +17,7 @@ anything) have the `UNKNOWN` root, which may alias every other root.
 
 from __future__ import annotations
 
-from fusec.dialects.aten import OpaqueOp, ShapeOp
+from fusec.dialects.aten import CopyOp, OpaqueOp, ShapeOp
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, OpResult, SSAValue
 
@@ -57,3 +57,19 @@ def may_alias(a: object, b: object) -> bool:
 def tensor_roots(values: list[SSAValue] | tuple[SSAValue, ...]) -> set[object]:
     """The alias roots of the tensors among `values`."""
     return {alias_root(v) for v in values if isinstance(v.type, TensorType)}
+
+
+def written_between(first: Operation, last: Operation, values: set[object]) -> bool:
+    """Does an `aten.copy_` after `first` and before `last` (same block) write a
+    tensor that may share memory with one of the alias roots `values`? A rewrite
+    that moves work from one of them to the other would read the tensor on the
+    wrong side of the write:
+
+        %g = aten.gelu %x ; aten.copy_ %x, %n ; aten.chunk %g   (gelu must stay first)
+    """
+    op = first.next_op
+    while op is not None and op is not last:
+        if isinstance(op, CopyOp) and any(may_alias(alias_root(op.dst), r) for r in values):
+            return True
+        op = op.next_op
+    return False

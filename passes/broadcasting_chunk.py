@@ -32,10 +32,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from fusec.dialects.aten import AtenOp, ChunkOp, CopyOp
+from fusec.dialects.aten import AtenOp, ChunkOp
 from fusec.dialects.fusion import BroadcastingChunkOp
 from fusec.dialects.inference import DYNAMIC, normalize_dim
-from fusec.passes.aliasing import alias_root, may_alias, tensor_roots
+from fusec.passes.aliasing import tensor_roots, written_between
 from fusec.passes.fusion_utils import in_group, is_consumer, is_pointwise
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, TensorType
@@ -111,13 +111,7 @@ def _written_between(producer: Operation, chunk: Operation) -> bool:
 
         %g = aten.gelu %x ; aten.copy_ %x, %n ; aten.chunk %g   (gelu must stay first)
     """
-    reads = tensor_roots(producer.operands)
-    op = producer.next_op
-    while op is not None and op is not chunk:
-        if isinstance(op, CopyOp) and any(may_alias(alias_root(op.dst), r) for r in reads):
-            return True
-        op = op.next_op
-    return False
+    return written_between(producer, chunk, tensor_roots(producer.operands))
 
 
 def _piece_type(t: Attribute, chunks: int, dim: int, j: int) -> Attribute:

@@ -54,10 +54,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from fusec.dialects.aten import CatOp, CopyOp, Reduction
+from fusec.dialects.aten import CatOp, Reduction
 from fusec.dialects.fusion import GroupOp, YieldOp
 from fusec.dialects.inference import normalize_dim
-from fusec.passes.aliasing import alias_root, may_alias, tensor_roots
+from fusec.passes.aliasing import tensor_roots, written_between
 from fusec.passes.fusion_utils import (
     DEFAULT_ARG_LIMIT,
     FusionState,
@@ -100,13 +100,7 @@ def _part_written_before(group: GroupOp, cat: CatOp) -> bool:
     """Does an `aten.copy_` between `group` and `cat` (same block) write a tensor that
     may share memory with one of the cat's parts? The cat would move up to the
     group's place, before the write, and read the parts unwritten."""
-    parts = tensor_roots(cat.inputs)
-    op = group.next_op
-    while op is not None and op is not cat:
-        if isinstance(op, CopyOp) and any(may_alias(alias_root(op.dst), r) for r in parts):
-            return True
-        op = op.next_op
-    return False
+    return written_between(group, cat, tensor_roots(cat.inputs))
 
 
 def _kernel_outputs(group: GroupOp) -> int:

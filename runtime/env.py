@@ -18,6 +18,8 @@ import logging
 import math
 import os
 import threading
+from collections.abc import Callable
+from typing import Any
 
 log = logging.getLogger("fusec")
 
@@ -45,36 +47,23 @@ def _range_error(value: float, minimum: float | None, maximum: float | None) -> 
     return None
 
 
-def env_int(name: str, default: int, minimum: int | None = None, maximum: int | None = None) -> int:
-    """`$name` as an integer in [minimum, maximum]; `default` when unset, empty
-    or bad (a bad value is named in a warning)."""
+def _number(
+    name: str,
+    default: Any,
+    parse: Callable[[str], Any],
+    what: str,
+    minimum: float | None,
+    maximum: float | None,
+) -> Any:
+    """`$name` parsed by `parse` (whose ValueError means "not `what`"), finite
+    and in [minimum, maximum]; `default` when unset, empty or bad (with a warning)."""
     raw = os.environ.get(name)
     if raw is None or not raw.strip():
         return default
     try:
-        value = int(raw.strip())
+        value = parse(raw.strip())
     except ValueError:
-        _bad(name, raw, "not an integer", default)
-        return default
-    why = _range_error(value, minimum, maximum)
-    if why is not None:
-        _bad(name, raw, why, default)
-        return default
-    return value
-
-
-def env_float(
-    name: str, default: float, minimum: float | None = None, maximum: float | None = None
-) -> float:
-    """`$name` as a finite number in [minimum, maximum]; `default` when unset,
-    empty or bad (nan, inf and out-of-range values too, with a warning)."""
-    raw = os.environ.get(name)
-    if raw is None or not raw.strip():
-        return default
-    try:
-        value = float(raw.strip())
-    except ValueError:
-        _bad(name, raw, "not a number", default)
+        _bad(name, raw, f"not {what}", default)
         return default
     if not math.isfinite(value):
         _bad(name, raw, "not a finite number", default)
@@ -84,6 +73,20 @@ def env_float(
         _bad(name, raw, why, default)
         return default
     return value
+
+
+def env_int(name: str, default: int, minimum: int | None = None, maximum: int | None = None) -> int:
+    """`$name` as an integer in [minimum, maximum]; `default` when unset, empty
+    or bad (a bad value is named in a warning)."""
+    return _number(name, default, int, "an integer", minimum, maximum)
+
+
+def env_float(
+    name: str, default: float, minimum: float | None = None, maximum: float | None = None
+) -> float:
+    """`$name` as a finite number in [minimum, maximum]; `default` when unset,
+    empty or bad (nan, inf and out-of-range values too, with a warning)."""
+    return _number(name, default, float, "a number", minimum, maximum)
 
 
 def env_bool(name: str, default: bool) -> bool:
