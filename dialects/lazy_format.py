@@ -1,7 +1,7 @@
 """`LazyFormatOp`: fusec's ops parse their declarative assembly format on first use.
 
 xDSL parses an op's `assembly_format` when `@irdl_op_definition` defines the op
-(about 60 ms for the aten and fusion dialects, every process that imports the
+(about 30 ms for the aten and fusion dialects, every process that imports the
 compiler), though a compile prints or parses few of these ops. A subclass of
 `LazyFormatOp` writes `assembly_format` as usual; at class creation the text is
 taken off the class (so xDSL sees an op without a declarative format) and the
