@@ -15,10 +15,8 @@ iree-base-runtime, iree-turbine) is a column when installed and skipped
 otherwise. Then fusec's first-call times in fresh processes (each the median of
 5 rounds): cold (empty cache), warm (the disk caches filled by the cold run:
 program, kernel, machine code), warm and cold with all of fusec's modules (and
-so xDSL's dialects and llvmlite) imported before the clock starts, and cold in
-the installation's first process. fusec's modules are byte-compiled first, as
-pip does when it installs a wheel, and the code of xDSL's and fusec's dataclass
-methods kept beside them, as that first process does at exit (an
+so xDSL's dialects and llvmlite) imported before the clock starts. fusec's
+modules are byte-compiled first, as pip does when it installs a wheel (an
 editable install leaves that to the first import, and a
 `PYTHONDONTWRITEBYTECODE` environment never does it: each process would then
 compile fusec's sources again, which a user's second process does not pay);
@@ -153,9 +151,6 @@ _CHILD = textwrap.dedent(
     import json, sys, time, torch
     sys.path.insert(0, {path!r})
     import fusec
-    if {first_process}:  # the installation's first process: no dataclass code kept yet
-        from fusec import dataclass_code
-        dataclass_code.file_path = lambda: None
     if {preload}:
         import importlib, pkgutil
         for pkg in {packages!r}:
@@ -182,38 +177,24 @@ FIRST_CALL_ROUNDS = 5
 
 
 def byte_compile_fusec() -> None:
-    """Writes the `__pycache__` of every fusec package, as a wheel install does,
-    and the code of xDSL's and fusec's dataclass methods beside it, as the
-    installation's first process does at exit (`fusec.dataclass_code`; not
-    where `PYTHONDONTWRITEBYTECODE` is set, as in this benchmark's own
+    """Writes the `__pycache__` of every fusec package, as a wheel install does
+    (even where `PYTHONDONTWRITEBYTECODE` is set, as in this benchmark's own
     environment here)."""
     import compileall
     import importlib
-    import pkgutil
-
-    from fusec import dataclass_code
 
     for name in FUSEC_PACKAGES:
         for path in importlib.import_module(name).__path__:
             compileall.compile_dir(path, maxlevels=0, quiet=1)
-            for m in pkgutil.iter_modules([path]):
-                importlib.import_module(f"{name}.{m.name}")
-    dataclass_code.write(dataclass_code.file_path())
 
 
 def _first_calls() -> list[dict[str, Any]]:
-    """One round of `compile_times`: five fresh processes."""
+    """One round of `compile_times`: four fresh processes."""
     here = os.path.dirname(os.path.abspath(__file__))
     runs = []
     with tempfile.TemporaryDirectory() as d, tempfile.TemporaryDirectory() as d2:
-        d3 = os.path.join(d2, "first")
-        for preload, cache, first in (
-            (False, d, False), (False, d, False), (True, d, False), (True, d2, False),
-            (False, d3, True),
-        ):
-            code = _CHILD.format(
-                path=here, preload=preload, packages=FUSEC_PACKAGES, first_process=first
-            )
+        for preload, cache in ((False, d), (False, d), (True, d), (True, d2)):
+            code = _CHILD.format(path=here, preload=preload, packages=FUSEC_PACKAGES)
             env = {**os.environ, "FUSEC_CACHE_DIR": cache}
             p = subprocess.run(
                 [sys.executable, "-c", code], env=env, capture_output=True, text=True
@@ -228,15 +209,14 @@ def compile_times(rounds: int = FIRST_CALL_ROUNDS) -> list[dict[str, Any]]:
     """First-call times in fresh processes: cold (empty cache dir), warm (second
     process), warm with fusec's modules imported beforehand, and cold (another
     empty cache dir) with them imported beforehand: what compiling costs apart
-    from importing the compiler (xDSL's dialects, llvmlite), and cold as the
-    installation's first process (no dataclass code kept). Each is the run of
+    from importing the compiler (xDSL's dialects, llvmlite). Each is the run of
     median wall time over `rounds` rounds: one process's first call is a single
     sample on a shared machine."""
     byte_compile_fusec()
     rounds_runs = [_first_calls() for _ in range(rounds)]
     return [
         sorted((r[i] for r in rounds_runs), key=lambda run: run["seconds"])[rounds // 2]
-        for i in range(5)
+        for i in range(4)
     ]
 
 
@@ -496,7 +476,7 @@ def main() -> None:
                 f"{fu / eager:5.2f} {fu / ind if ind == ind else float('nan'):5.2f}"
             )
     print()
-    cold, warm, preloaded, cold_preloaded, first = compile_times()
+    cold, warm, preloaded, cold_preloaded = compile_times()
     print(
         f"fusec first call, LSTM tail (fresh processes, median of {FIRST_CALL_ROUNDS}; wall, "
         f"cpu): cold "
@@ -508,8 +488,7 @@ def main() -> None:
         f"{preloaded['seconds'] * 1e3:.0f} ms, {preloaded['cpu'] * 1e3:.0f} ms; cold with them "
         f"imported first {cold_preloaded['seconds'] * 1e3:.0f} ms, "
         f"{cold_preloaded['cpu'] * 1e3:.0f} ms (kernels_compiled="
-        f"{cold_preloaded['kernels_compiled']}); cold in the installation's first process "
-        f"(no dataclass code kept yet, `fusec.dataclass_code`) {first['seconds'] * 1e3:.0f} ms"
+        f"{cold_preloaded['kernels_compiled']})"
     )
     lo = lstm_loop_overhead()
     print(

@@ -18,13 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fusec import dataclass_code
-from fusec.lazy_formats import install_on_import
-
 __version__ = "0.1.0"
-
-install_on_import()
-dataclass_code.install()
 
 __all__ = [
     "compile",

@@ -92,10 +92,10 @@ def _mangle_intrinsics(module: ModuleOp) -> None:
     xDSL's translation declares these intrinsics without the type suffix, so a
     module using one at both f32 and f64 gets a mistyped call; the explicit,
     mangled name is what LLVM expects anyway."""
-    from xdsl.backend.llvm.convert_op import _BINARY_INTRINSIC_MAP, _UNARY_INTRINSIC_MAP
+    from fusec.passes.xdsl_compat import llvm_intrinsic_names
     from xdsl.dialects import llvm
 
-    names = {**_UNARY_INTRINSIC_MAP, **_BINARY_INTRINSIC_MAP}
+    names = llvm_intrinsic_names()
     for op in list(module.walk()):
         base = names.get(type(op))
         if base is None:

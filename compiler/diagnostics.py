@@ -6,13 +6,11 @@ so a verifier failure found after parsing still points at the source line.
 
 from __future__ import annotations
 
-import re
-
+from fusec.passes.xdsl_compat import LinearLexer, current_token, use_lexer
 from xdsl.context import Context
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr
 from xdsl.ir import Block, Operation, OpResult
 from xdsl.parser import Parser
-from xdsl.parser.generic_parser import ParserState
 from xdsl.utils.exceptions import (
     DiagnosticException,
     MultipleSpansParseError,
@@ -20,16 +18,7 @@ from xdsl.utils.exceptions import (
     VerifyException,
 )
 from xdsl.utils.lexer import Input
-from xdsl.utils.mlir_lexer import MLIRLexer, MLIRTokenKind
-
-
-class LinearLexer(MLIRLexer):
-    """xDSL's MLIR lexer with a string-literal pattern that cannot backtrack
-    exponentially: xDSL's `(?:[^"\\...]+|\\...)*"` tries every split of an
-    unterminated literal's text (40 characters: hours); one character per
-    repetition matches the same literals in linear time."""
-
-    _unescaped_characters_regex = re.compile(r'"(?:[^"\\\n\v\f]|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*"')
+from xdsl.utils.mlir_lexer import MLIRTokenKind
 
 
 def decode_source(source: str | bytes, name: str, line_offset: int = 0) -> str:
@@ -56,10 +45,10 @@ class LocatedParser(Parser):
     def __init__(self, ctx: Context, source: str | bytes, name: str = "<unknown>") -> None:
         text = decode_source(source, name)
         super().__init__(ctx, "", name)
-        self._parser_state = ParserState(LinearLexer(Input(text, name)))
+        use_lexer(self, LinearLexer(Input(text, name)))
 
     def parse_operation(self) -> Operation:
-        span = self._current_token.span
+        span = current_token(self).span
         try:
             op = super().parse_operation()
         except Exception as e:
@@ -118,7 +107,7 @@ def located_verify_error(module: ModuleOp, err: Exception) -> LocatedError:
 
 def _at(parser: Parser, error: BaseException | None = None) -> str:
     """`file:line:col` of the op `error` was raised in, else of the parser's token."""
-    span = getattr(error, "fusec_op_span", None) or parser._current_token.span
+    span = getattr(error, "fusec_op_span", None) or current_token(parser).span
     loc = span.get_location()
     return f"{loc.file}:{loc.line + getattr(parser, 'line_offset', 0)}:{loc.col}"
 
@@ -133,7 +122,7 @@ def parse_and_verify(
     except ParseError as e:
         raise LocatedError(format_parse_error(e, line_offset)) from None
     parser.line_offset = line_offset
-    if parser._current_token.kind == MLIRTokenKind.EOF:
+    if current_token(parser).kind == MLIRTokenKind.EOF:
         return ModuleOp([])  # as mlir-opt: no ops (or only comments) is an empty module
     try:
         module = parser.parse_module()

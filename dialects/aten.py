@@ -31,6 +31,7 @@ from typing import ClassVar
 
 from fusec.dialects import inference as inf
 from fusec.dialects.inference import BOOL, DEFAULT_FLOAT, I64
+from fusec.dialects.lazy_format import LazyFormatOp
 from xdsl.dialects.builtin import (
     DenseArrayBase,
     FloatAttr,
@@ -112,7 +113,7 @@ def _bound_type(attr: FloatAttr | IntegerAttr) -> Attribute:
     return BOOL if attr.type == BOOL else I64
 
 
-class AtenOp(IRDLOperation, ABC):
+class AtenOp(LazyFormatOp, ABC):
     """Base of every aten op: results are inferred from operand types and properties."""
 
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
@@ -1408,7 +1409,7 @@ class GatherOp(AtenOp):
 
 
 @irdl_op_definition
-class OpaqueOp(IRDLOperation):
+class OpaqueOp(LazyFormatOp):
     """Any PyTorch operator fusec does not model; it names its target and runs
     through PyTorch. Unknown effects: always a fusion barrier.
 
@@ -1505,7 +1506,7 @@ class CopyOp(AtenOp):
 
 
 @irdl_op_definition
-class SizeOp(IRDLOperation):
+class SizeOp(LazyFormatOp):
     """`x.size()` as a runtime value (`torch.Size`), where a constant would make the
     import valid only for the example shapes (a returned size, an opaque op's
     argument).
@@ -1535,7 +1536,7 @@ class SizeOp(IRDLOperation):
 
 
 @irdl_op_definition
-class SymSizeOp(IRDLOperation):
+class SymSizeOp(LazyFormatOp):
     """One size of a tensor as a runtime i64 (ATen's `sym_size.int`): in a graph
     with symbolic shapes a size is a value of the program, not a constant of the
     call that compiled it.

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 from fusec.dialects.aten import SizeType, chunk_sizes
 from fusec.dialects.inference import DYNAMIC, I64, broadcast_shapes, normalize_dim
+from fusec.dialects.lazy_format import LazyFormatOp
 from xdsl.dialects.builtin import (
     ArrayAttr,
     IntAttr,
@@ -38,7 +39,6 @@ from xdsl.ir import (
 )
 from xdsl.irdl import (
     AnyAttr,
-    IRDLOperation,
     irdl_attr_definition,
     irdl_op_definition,
     lazy_traits_def,
@@ -63,7 +63,7 @@ from xdsl.utils.exceptions import VerifyException
 
 
 @irdl_op_definition
-class YieldOp(IRDLOperation):
+class YieldOp(LazyFormatOp):
     """Ends a `fusion.group` body and names the group's outputs.
 
     fusion.yield %0, %1 : tensor<4xf32>, tensor<4xf32>
@@ -79,7 +79,7 @@ class YieldOp(IRDLOperation):
 
 
 @irdl_op_definition
-class GroupOp(IRDLOperation):
+class GroupOp(LazyFormatOp):
     """A fused kernel in the making: a single-block region over its inputs.
 
     %r = fusion.group (%x = %a) : (tensor<4xf32>) -> (tensor<4xf32>) {
@@ -179,7 +179,7 @@ class GroupOp(IRDLOperation):
 
 
 @irdl_op_definition
-class LaunchOp(IRDLOperation):
+class LaunchOp(LazyFormatOp):
     """Host side of an outlined group: runs kernel `@callee` over `args`.
 
     %r = fusion.launch @main_group0(%a, %b) : (tensor<4xf32>, f64) -> tensor<4xf32>
@@ -202,7 +202,7 @@ class LaunchOp(IRDLOperation):
 
 
 @irdl_op_definition
-class BroadcastingChunkOp(IRDLOperation):
+class BroadcastingChunkOp(LazyFormatOp):
     """The seeds' `prim::BroadcastingChunk`: chunk every input the same way, as if
     all were first broadcast to one shape, without materializing the broadcast.
 
@@ -286,7 +286,7 @@ class BroadcastingChunkOp(IRDLOperation):
 
 
 @irdl_op_definition
-class BroadcastSizesOp(IRDLOperation):
+class BroadcastSizesOp(LazyFormatOp):
     """The seeds' `prim::BroadcastSizes`: the broadcast of several sizes
     (`torch.broadcast_shapes`), standing in for the size of a pointwise result that
     is no longer materialized.
@@ -316,7 +316,7 @@ class BroadcastSizesOp(IRDLOperation):
 
 
 @irdl_op_definition
-class ZerosLikeOp(IRDLOperation):
+class ZerosLikeOp(LazyFormatOp):
     """A contiguous tensor of zeros of `like`'s type, fed to a shared kernel in
     place of an input its group does not have (`share-group-kernels`: the group
     is another one with that input known to be zero).
@@ -409,7 +409,7 @@ class InputSpecAttr(ParametrizedAttribute):
 
 
 @irdl_op_definition
-class GuardOp(IRDLOperation):
+class GuardOp(LazyFormatOp):
     """The seeds' `prim::CudaFusionGuard`: true when every tensor input matches the
     specialization its group was compiled for. Dtype and rank are the operand's
     type; each input's `#fusion.input_spec` adds which dims are 1 (the broadcast

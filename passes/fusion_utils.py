@@ -31,6 +31,7 @@ from fusec.dialects.aten import CopyOp, Pointwise, Reduction
 from fusec.dialects.fusion import GroupOp, YieldOp
 from fusec.dialects.inference import is_scalar
 from fusec.passes.aliasing import alias_root, may_alias, tensor_roots
+from fusec.passes.xdsl_compat import set_block_args
 from xdsl.dialects.arith import ConstantOp
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Block, BlockArgument, Operation, OpResult, Region, SSAValue, SSAValues
@@ -373,8 +374,7 @@ class _Inputs:
         args = [self.inner[v] for v in inputs]
         for i, arg in enumerate(args):
             arg.index = i
-        # Block.insert_arg/erase_arg renumber the arguments on every call.
-        self.block._args = tuple(args)  # pyright: ignore[reportPrivateUsage]
+        set_block_args(self.block, args)
         before = set(self.group.operands)
         self.group.operands = inputs
         for v in inputs:
@@ -510,7 +510,7 @@ def merge_groups(
         assert outer_block is not None
         kept.detach()
         outer_block.insert_op_before(kept, gone)
-        state._pos[kept] = state.position(gone)  # pyright: ignore[reportPrivateUsage]
+        state.take_position(kept, gone)
         state.grow(kept, state.size(gone) - 1)
         state.forget(gone)
         rewriter.erase(gone, safe_erase=False)
