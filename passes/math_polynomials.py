@@ -770,6 +770,10 @@ _ERF_F32_Q = (
 )
 
 
+_ERF_F32_ONE_FROM = 3.927734375
+_ERF_F32_BELOW_ONE = 1.0 - 2.0**-24  # the f32 just below 1
+
+
 def _erf_f32(em: Emitter, x: SSAValue) -> SSAValue:
     """The f32 rational for |x| < 0.5; the f64 table form rounded to f32 beyond,
     which is eager's value where the rational's ulps matter: near +-1,
@@ -778,7 +782,16 @@ def _erf_f32(em: Emitter, x: SSAValue) -> SSAValue:
     may not share a function, so the test is in f64.)"""
     ed = em.other(f64)
     xd = ed.ext(x, f64)
-    wide = ed.trunc(_erf_f64(ed, xd), f32)
+    y = _erf_f64(ed, xd)
+    # Eager's f32 erf (MKL's) is +-1.0 exactly from |x| = 3.927734375 on and
+    # 0.99999994 below, where the correctly rounded value is already 1.0 from
+    # 3.9192: kept so, `.to(int)` of the result flips nowhere.
+    below_one = ed.and_(
+        ed.cmp("olt", ed.fabs(xd), ed.c(_ERF_F32_ONE_FROM)),
+        ed.cmp("ogt", ed.fabs(y), ed.c(_ERF_F32_BELOW_ONE)),
+    )
+    y = ed.select(below_one, ed.copysign(ed.c(_ERF_F32_BELOW_ONE), xd), y)
+    wide = ed.trunc(y, f32)
     z = em.mul(x, x)
     r = em.div(em.mul(x, em.horner(z, _ERF_F32_P)), em.horner(z, _ERF_F32_Q))
     small = ed.cmp("olt", ed.fabs(xd), ed.c(0.5))
