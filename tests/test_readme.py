@@ -53,3 +53,63 @@ def test_readme_lstm_cell_has_nothing_unfused(tmp_path):
     )
     out = run_python(code, tmp_path)
     assert out.returncode == 0, out.stderr
+
+
+# ---------------------------------------------------------------- the README's shape
+
+# The README and the documents it hands detail to: their relative links must resolve.
+LINKED_DOCS = [
+    ROOT / "README.md",
+    *sorted((ROOT / "docs").glob("*.md")),
+    ROOT / "benchmarks" / "README.md",
+    *sorted((ROOT / "benchmarks" / "results").glob("*.md")),
+]
+
+
+def table_cells(text: str) -> list[str]:
+    """Every cell of every Markdown table row (`\\|` is a literal bar, not a border)."""
+    cells = []
+    for line in text.splitlines():
+        if line.startswith("|") and not re.fullmatch(r"\|[-:| ]+\|", line):
+            cells += [c.strip() for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
+    return cells
+
+
+def heading_anchors(text: str) -> set[str]:
+    """GitHub's anchors for a document's headings (outside fenced code)."""
+    text = re.sub(r"^```.*?^```", "", text, flags=re.S | re.M)
+    anchors = set()
+    for title in re.findall(r"^#+\s+(.*)$", text, re.M):
+        slug = re.sub(r"[^\w\- ]", "", title.strip().lower()).replace(" ", "-")
+        anchors.add(slug)
+    return anchors
+
+
+def relative_links(text: str) -> list[str]:
+    """The targets of a document's Markdown links, but for URLs (code left out)."""
+    text = re.sub(r"^```.*?^```", "", text, flags=re.S | re.M)
+    text = re.sub(r"`[^`\n]*`", "", text)
+    targets = re.findall(r"\]\(([^)\s]+)\)", text)
+    return [t for t in targets if not re.match(r"[a-z]+:", t)]
+
+
+def test_readme_is_short_and_its_table_cells_are_short():
+    assert len(README.splitlines()) <= 150
+    long = [c for c in table_cells(README) if len(c.split()) > 40]
+    assert not long, long
+
+
+def test_readme_and_docs_relative_links_resolve():
+    broken = []
+    for doc in LINKED_DOCS:
+        assert doc.is_file(), doc
+        for target in relative_links(doc.read_text()):
+            path, _, anchor = target.partition("#")
+            dest = (doc.parent / path).resolve() if path else doc
+            if not dest.exists():
+                broken.append(f"{doc.relative_to(ROOT)}: {target} (no such file)")
+            elif (
+                anchor and dest.suffix == ".md" and anchor not in heading_anchors(dest.read_text())
+            ):
+                broken.append(f"{doc.relative_to(ROOT)}: {target} (no such heading)")
+    assert not broken, broken
