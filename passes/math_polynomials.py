@@ -666,13 +666,25 @@ def _quadrant(em: Emitter, s: SSAValue, c: SSAValue, q: SSAValue) -> SSAValue:
     return em.select(neg, em.neg(v), v)
 
 
+def _f32_fast_where_small(em: Emitter, x: SSAValue, full: SSAValue, cosine: bool) -> SSAValue:
+    """f32: the fast path's value on lanes it serves, `full` beyond. A lane's
+    value must not depend on its neighbours: the exact rerun of a loop that met
+    one large lane (see `SINCOS_RANGE`) would otherwise give every small lane the
+    chunk reduction's value, an ulp from the fast path's (eager's), and
+    `sin(x) == sin(x)` computed in two kernels was False."""
+    ed = em.other(f64)
+    small = ed.cmp("ole", ed.fabs(ed.ext(x, f64)), ed.c(SINCOS_FAST_MAX_F32))
+    return em.select(small, _sincos_f32_fast(em, x, cosine), full)
+
+
 def sin(em: Emitter, x: SSAValue, fast: bool = False) -> SSAValue:
     if fast and em.is_f32:
         return _sincos_f32_fast(em, x, False)
     s, c, q = _sincos_kernels(em, x, fast)
     # sin(-0) = -0 (so 1 / sin(x) is -inf there): the reductions give r = +-0 and
     # r + r^3 P rounds -0 + 0 to +0
-    return em.select(em.cmp("oeq", x, em.c(0.0)), x, _quadrant(em, s, c, q))
+    full = em.select(em.cmp("oeq", x, em.c(0.0)), x, _quadrant(em, s, c, q))
+    return _f32_fast_where_small(em, x, full, False) if em.is_f32 else full
 
 
 def cos(em: Emitter, x: SSAValue, fast: bool = False) -> SSAValue:
@@ -680,7 +692,8 @@ def cos(em: Emitter, x: SSAValue, fast: bool = False) -> SSAValue:
         return _sincos_f32_fast(em, x, True)
     s, c, q = _sincos_kernels(em, x, fast)
     ed = _int_emitter(em, q)
-    return _quadrant(em, s, c, ed.and_(ed.iadd(q, ed.ci(1)), ed.ci(3)))
+    full = _quadrant(em, s, c, ed.and_(ed.iadd(q, ed.ci(1)), ed.ci(3)))
+    return _f32_fast_where_small(em, x, full, True) if em.is_f32 else full
 
 
 # --------------------------------------------------------------------------- erf

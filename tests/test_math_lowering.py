@@ -462,3 +462,22 @@ def test_f32_erf_near_one_is_eagers_value_and_int_casts_agree() -> None:
     at_one = x.abs() >= 3.8
     assert torch.equal(got[at_one], want[at_one]), x[at_one][got[at_one] != want[at_one]][:5]
     assert torch.equal(got.long(), want.long())
+
+
+@pytest.mark.parametrize("op", ["sin", "cos"])
+def test_a_lanes_sin_does_not_depend_on_a_large_lane_beside_it(op: str) -> None:
+    """f32 sin/cos in a kernel: the loop that met a large |x| reruns with the
+    exact reduction, which gave every small lane of the launch the chunk
+    reduction's value, an ulp from the fast path's; a lane's value must be the
+    same whatever its neighbours hold."""
+    import fusec
+
+    fn = getattr(torch, op)
+    f = fusec.compile(lambda x: (lambda s: (s, -s))(fn(x)))  # shared: fused, not left to ATen
+    x = torch.randn(4096) * 10
+    alone = f(x)[0]
+    x[17], x[1000] = 1e30, -math.inf
+    beside = f(x)[0]
+    small = torch.ones(4096, dtype=torch.bool)
+    small[[17, 1000]] = False
+    assert torch.equal(alone[small], beside[small]), (alone[small] != beside[small]).sum()
