@@ -37,7 +37,13 @@ _COMPARE = textwrap.dedent(
                 importlib.import_module(name)
             except Exception:  # not importable on its own (a private alias): skip it
                 pass
-    modules = {n: m for n, m in list(sys.modules.items()) if m is not None and not fusec_owned(n)}
+    # Not this script's own namespace (`__main__`, and its `__mp_main__` alias once
+    # multiprocessing is imported): the loop below rebinds its names.
+    modules = {
+        n: m
+        for n, m in list(sys.modules.items())
+        if m is not None and not fusec_owned(n) and m is not sys.modules["__main__"]
+    }
     before = {n: dict(vars(m)) for n, m in modules.items()}
     hooks = (list(sys.meta_path), list(sys.path_hooks))
 
