@@ -175,11 +175,10 @@ def _training_spec(a: Any) -> Any:
 
 def _holds_tensor(a: Any) -> bool:
     """A tuple, list or dict with a tensor somewhere inside (`fn((x, y))`)."""
-    if isinstance(a, tuple | list):
-        return any(isinstance(x, torch.Tensor) or _holds_tensor(x) for x in a)
-    if isinstance(a, dict):
-        return any(isinstance(x, torch.Tensor) or _holds_tensor(x) for x in a.values())
-    return False
+    if not isinstance(a, tuple | list | dict):
+        return False
+    items = a.values() if isinstance(a, dict) else a
+    return any(isinstance(x, torch.Tensor) or _holds_tensor(x) for x in items)
 
 
 def _container_spec(a: Any, spec: Callable[[Any], Any]) -> Any:
@@ -360,16 +359,10 @@ class CompiledFunction:
         if self.mode_modules:
             modes = tuple(m.training for m in self.mode_modules)
             if modes != self.modes:
-                variant = self._mode_variant(modes)
-                result = variant(*args, **kwargs)
-                self.launches_per_call, self.last = variant.launches_per_call, variant.last
-                return result
+                return self._delegate(self._mode_variant(modes), args, kwargs)
         if not self.guarded_by_dynamo and torch.get_default_dtype() is not self.default_dtype:
             # (Dynamo guards the default dtype itself and compiles a new graph.)
-            variant = self._dtype_variant(torch.get_default_dtype())
-            result = variant(*args, **kwargs)
-            self.launches_per_call, self.last = variant.launches_per_call, variant.last
-            return result
+            return self._delegate(self._dtype_variant(torch.get_default_dtype()), args, kwargs)
         bound = self._bind(args, kwargs)
         if bound is None:
             # Not the traced signature (extra or missing arguments, unknown
@@ -378,9 +371,7 @@ class CompiledFunction:
             return self.original(*args, **kwargs)
         variant = self._variant_for(bound)
         if variant is not self:
-            result = variant(*bound)
-            self.launches_per_call, self.last = variant.launches_per_call, variant.last
-            return result
+            return self._delegate(variant, bound, {})
         args = tuple(bound)
         if not all(_dense(a) for a in args):
             self.launches_per_call = 0  # sparse, nested, ... tensors: eager's kernels
@@ -478,17 +469,28 @@ class CompiledFunction:
             self.__dict__["_params_cache"] = params
         return params or ([] if params == [] else None)
 
+    def _delegate(
+        self, variant: CompiledFunction, args: Sequence[Any], kwargs: dict[str, Any]
+    ) -> Any:
+        """`variant(*args, **kwargs)`, its launch counts reported as this function's."""
+        result = variant(*args, **kwargs)
+        self.launches_per_call, self.last = variant.launches_per_call, variant.last
+        return result
+
+    def _trace_again(self) -> tuple[torch.fx.GraphModule | None, str | None]:
+        """(the original traced now, None), or (None, why it cannot be)."""
+        try:
+            return trace(self.original), None
+        except UnsupportedGraph as e:
+            warn_user(f"fusec: running eagerly: {e}")
+            return None, str(e)
+
     def _mode_variant(self, modes: tuple[bool, ...]) -> CompiledFunction:
         """The compiled function of the module traced again in `modes` (its
         modules' `training` flags now: `model.eval()` after compiling)."""
         variant = self._mode_variants.get(modes)
         if variant is None:
-            why = None
-            try:
-                gm: torch.fx.GraphModule | None = trace(self.original)
-            except UnsupportedGraph as e:
-                warn_user(f"fusec: running eagerly: {e}")
-                gm, why = None, str(e)
+            gm, why = self._trace_again()
             variant = CompiledFunction(gm, self.original, self.options)
             if gm is not None and variant.modes != modes:  # flipped while tracing
                 variant.mode_modules, variant.gm = (), None
@@ -504,15 +506,9 @@ class CompiledFunction:
         so that its factory calls make `dtype` tensors."""
         variant = self._dtype_variants.get(dtype)
         if variant is None:
-            gm, why = None, self.untraceable
-            if self.gm is not None:
-                # Traced again: the trace ran `torch.ones(3)` itself and keeps
-                # its result, a tensor of the old default dtype, as a constant.
-                try:
-                    gm = trace(self.original)
-                except UnsupportedGraph as e:
-                    warn_user(f"fusec: running eagerly: {e}")
-                    why = str(e)
+            # Traced again: the trace ran `torch.ones(3)` itself and keeps its
+            # result, a tensor of the old default dtype, as a constant.
+            gm, why = self._trace_again() if self.gm is not None else (None, self.untraceable)
             variant = CompiledFunction(gm, self.original, self.options)
             variant.untraceable = why
             variant._dtype_variants = self._dtype_variants

@@ -43,9 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from fusec.runtime import env
-from fusec.runtime.cache_dirs import make_private_dirs, private_directory, unsafe_reason
-
-__all__ = ["private_directory"]  # re-exported: its home was here
+from fusec.runtime.cache_dirs import make_private_dirs, unsafe_reason
 
 MAGIC = b"FUSEC-E2\n"
 ENTRY_FORMAT = 2
