@@ -1,6 +1,6 @@
 """`print-canonical-keys`: annotate each `fusion.group` with its canonical key.
 
-The key (`fusec.canonical.canonical_key`) is the sha256 of the group renamed and
+The key (`fusec.codegen.canonical.canonical_key`) is the sha256 of the group renamed and
 stripped of sizes, so alpha-equivalent groups get the same `fusion.key`:
 
     %r = fusion.group (%x = %a) : (tensor<4xf32>) -> (tensor<4xf32>) { ... }
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from fusec.canonical import KEY_ATTR, canonical_key
+from fusec.codegen.canonical import KEY_ATTR, canonical_key
 from fusec.dialects.fusion import GroupOp
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, StringAttr

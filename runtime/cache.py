@@ -96,7 +96,7 @@ def default_cache_dir() -> Path:
 
 
 def _default_builder(group: GroupOp, target: str) -> Any:
-    from fusec.codegen import build_kernel
+    from fusec.codegen.kernel import build_kernel
 
     return build_kernel(group, target=target)
 
@@ -114,12 +114,12 @@ def _default_loader(artifact: Any) -> Any:
 
 _FINGERPRINT_PACKAGES = ("fusec.dialects", "fusec.passes")
 _FINGERPRINT_MODULES = (
-    "fusec.canonical",
-    "fusec.codegen",
-    "fusec.cuda_toolchain",
-    "fusec.llvm_jit",
-    "fusec.ptx",
-    "fusec.torch_ops",
+    "fusec.codegen.canonical",
+    "fusec.codegen.kernel",
+    "fusec.backends.cuda_toolchain",
+    "fusec.backends.llvm_jit",
+    "fusec.backends.ptx",
+    "fusec.codegen.torch_ops",
     "fusec.runtime.cache",
     "fusec.runtime.entries",
     "fusec.runtime.operands",
@@ -138,7 +138,7 @@ def fingerprint_sources() -> list[Path]:
     for name in _FINGERPRINT_PACKAGES:
         spec = importlib.util.find_spec(name)
         for d in (spec.submodule_search_locations or []) if spec else []:
-            files += sorted(Path(d).glob("*.py"))
+            files += sorted(Path(d).rglob("*.py"))
     for name in _FINGERPRINT_MODULES:
         spec = importlib.util.find_spec(name)
         if spec is not None and spec.origin is not None:
@@ -225,7 +225,7 @@ def codegen_available() -> bool:
     import importlib.util
 
     return all(
-        importlib.util.find_spec(n) is not None for n in ("fusec.codegen", "fusec.runtime.cpu")
+        importlib.util.find_spec(n) is not None for n in ("fusec.codegen.kernel", "fusec.runtime.cpu")
     )
 
 
@@ -294,9 +294,9 @@ def group_text(group: GroupOp) -> str:
     """`group` as a module that parses on its own (`group_from_text`): a
     function whose arguments stand for the group's operands. What a CPU
     kernel's entry keeps, so that a process that loads the kernel by key can
-    build its tiled variant (`fusec.codegen.TILED_CPU`) on first need."""
+    build its tiled variant (`fusec.codegen.kernel.TILED_CPU`) on first need."""
+    from fusec.codegen.ir_text import generic_text
     from fusec.dialects.fusion import GroupOp
-    from fusec.ir_text import generic_text
     from xdsl.dialects import func
     from xdsl.dialects.builtin import ModuleOp
     from xdsl.ir import Block, Region
@@ -314,7 +314,7 @@ def group_text(group: GroupOp) -> str:
 
 def group_from_text(text: str) -> GroupOp | None:
     """The group of a `group_text`, or None when the text does not parse to one."""
-    from fusec.compiled import _context
+    from fusec.api.compiled import _context
     from fusec.dialects.fusion import GroupOp
     from xdsl.parser import Parser
 
@@ -434,7 +434,7 @@ class KernelCache:
     def key(self, group: GroupOp, target: str = "cpu") -> str:
         if target == TILED_CPU:
             return tiled_key(self.key(group))
-        from fusec.canonical import canonical_key
+        from fusec.codegen.canonical import canonical_key
 
         digest = canonical_key(group).digest
         parts = (digest, target, self.fingerprint, FORMAT_VERSION)

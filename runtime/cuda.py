@@ -4,7 +4,7 @@
     outs = kernel(inputs)                   # on the inputs' device, PyTorch's current stream
 
 A `KernelArtifact` for "sm_XX" holds PTX (see `KernelSignature` for its launch
-ABI). `CudaKernel` assembles it to a cubin once (`fusec.ptx.assemble_ptx`,
+ABI). `CudaKernel` assembles it to a cubin once (`fusec.backends.ptx.assemble_ptx`,
 nvJitLink), loads a module per device lazily into that device's primary context
 (the one PyTorch uses) and launches a 1-D grid sized from the element count and
 the device's properties:
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-from fusec.codegen import KernelArtifact, KernelSignature, is_gpu_target
+from fusec.codegen.kernel import KernelArtifact, KernelSignature, is_gpu_target
 from fusec.runtime.operands import (
     MAX_PLANS,
     broadcast_strides,
@@ -419,7 +419,7 @@ class CudaKernel:
     first use there). Call it with the group's inputs (on one CUDA device)."""
 
     def __init__(self, artifact: KernelArtifact):
-        from fusec.ptx import assemble_ptx
+        from fusec.backends.ptx import assemble_ptx
 
         if not is_gpu_target(artifact.target):
             raise ValueError(f"CudaKernel: '{artifact.target}' is not an sm_XX target")
@@ -686,7 +686,7 @@ def gpu_unusable_reason(device: int) -> str | None:
         props = device_props(device)
     except CudaError as e:
         return str(e)
-    from fusec.cuda_toolchain import CudaToolchainError, find_toolchain
+    from fusec.backends.cuda_toolchain import CudaToolchainError, find_toolchain
 
     try:
         tc = find_toolchain()

@@ -13,7 +13,7 @@ operand and result slots resolved ahead of time:
 
 A `fusion.group` runs as its compiled kernel when there is one, and otherwise as a
 sub-program of its body through PyTorch; everything else runs through PyTorch
-(`fusec.torch_ops`), `aten.opaque` through its original fx target.
+(`fusec.codegen.torch_ops`), `aten.opaque` through its original fx target.
 
 Guarded groups (the `guard` pass) run as the IR says: `fusion.guard` is a check
 of each tensor's dtype, rank, size-1 dims, layout and device against values
@@ -229,10 +229,10 @@ class _Builder(RootHolder):
 
     def step_fn(self, op: Operation) -> tuple[Callable[..., Sequence[Any]], str, Any]:
         """A step's function, kind and recipe."""
+        from fusec.codegen.torch_ops import has_torch_callable, op_info
         from fusec.dialects.aten import OpaqueOp
         from fusec.dialects.fusion import GroupOp, GuardOp
         from fusec.runtime.torch_steps import step_callable
-        from fusec.torch_ops import has_torch_callable, op_info
 
         if isinstance(op, GroupOp):
             kernel = self.kernels(op)
@@ -384,7 +384,7 @@ class _InputCheck:
 
     @staticmethod
     def of(t: Any, spec: Any) -> _InputCheck:
-        from fusec.torch_ops import torch_dtype
+        from fusec.codegen.torch_ops import torch_dtype
         from xdsl.dialects.builtin import TensorType
 
         assert isinstance(t, TensorType)

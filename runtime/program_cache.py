@@ -10,7 +10,7 @@ module spares it the rest.
 - Objects: the machine code MCJIT makes from a kernel's optimized LLVM IR, keyed
   by the IR and the host target (cpu name, features, LLVM version). A hit is
   loaded instead of running LLVM's code generator again.
-- Hosts: a specialization's whole host program as data (`fusec.warm_start`),
+- Hosts: a specialization's whole host program as data (`fusec.api.warm_start`),
   keyed by the graph and its specialization. A hit needs no IR at all: no
   import, no pipeline, no parse, no xDSL.
 
@@ -66,8 +66,8 @@ def fingerprint() -> str:
     h = hashlib.sha256()
     root = Path(fusec.__file__).resolve().parent.parent
     for folder in ("compiler", "dialects", "passes", "runtime"):
-        for path in sorted((root / folder).glob("*.py")):
-            h.update(path.name.encode())
+        for path in sorted((root / folder).rglob("*.py")):
+            h.update(path.relative_to(root).as_posix().encode())
             h.update(path.read_bytes())
     for dist in ("xdsl", "llvmlite", "torch"):
         h.update(f"{dist}={package_version(dist)}".encode())

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import pytest
-from fusec.canonical import CanonicalKey, canonical_key
+from fusec.codegen.canonical import CanonicalKey, canonical_key
 from fusec.dialects.aten import Aten
 from fusec.dialects.fusion import Fusion, GroupOp
 from fusec.passes.fuse import FusePass

@@ -22,10 +22,10 @@ import fusec
 import pytest
 import torch
 import torch.fx
-from fusec.compiled import run_pipeline
+from fusec.api.compiled import run_pipeline
+from fusec.codegen.pipelines import compile_pipeline
 from fusec.dialects.fusion import GroupOp, GuardOp
-from fusec.importer import import_fx, trace
-from fusec.pipelines import compile_pipeline
+from fusec.frontend.importer import import_fx, trace
 from fusec.runtime import cuda
 from fusec.runtime.cache import KernelCache
 from fusec.runtime.cudagraphs import (
@@ -382,7 +382,7 @@ def test_compile_on_cpu_inputs_still_uses_cpu_kernels() -> None:
     targets: list[str] = []
 
     def builder(group: GroupOp, target: str) -> Any:
-        from fusec.codegen import build_kernel
+        from fusec.codegen.kernel import build_kernel
 
         targets.append(target)
         return build_kernel(group, target)

@@ -11,7 +11,7 @@ from collections.abc import Callable
 import fusec
 import pytest
 import torch
-from fusec.codegen import TILED_CPU, build_kernel
+from fusec.codegen.kernel import TILED_CPU, build_kernel
 from fusec.dialects.inference import I64
 from fusec.passes.cpu_loop_nest import TILE_INNER, TILE_OUTER
 from fusec.runtime import cpu
@@ -158,12 +158,12 @@ def test_block_transpose_every_dtype_and_width(monkeypatch, dtype, bits):
     # Tiles of whole blocks (64 x 128), tiles with rows and columns left over
     # (sizes not multiples of 4, 8 or 16), and tiles smaller than one block,
     # at both register widths (8 x 8 f32 blocks at both, 4 x 4 / 8 x 8 f64).
-    import fusec.llvm_jit
+    import fusec.backends.llvm_jit
     from fusec.dialects import inference
 
     from tests import test_codegen
 
-    monkeypatch.setattr(fusec.llvm_jit, "host_vector_width", lambda: bits)
+    monkeypatch.setattr(fusec.backends.llvm_jit, "host_vector_width", lambda: bits)
     monkeypatch.setitem(test_codegen.DT, torch.int8, inference.I8)
     monkeypatch.setitem(test_codegen.DT, torch.int16, inference.I16)
     monkeypatch.setitem(test_codegen.DT, torch.uint8, inference.U8)
