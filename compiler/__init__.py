@@ -96,8 +96,8 @@ def explain(
     `print(report)`; `report.save_html("fusion.html")` draws the fusion graph.
     `backend="torch.compile"` reports every graph Dynamo hands over; `options` are
     `fusec.compile`'s. `profile=True` adds the time of each kernel and each op
-    run through PyTorch (`report.profiles`). See `fusec.observability.explanation.explain`."""
-    from fusec.observability.explanation import explain as _explain
+    run through PyTorch (`report.profiles`). See `fusec.api.explain.explain`."""
+    from fusec.api.explain import explain as _explain
 
     return _explain(fn_or_module, *example_inputs, backend=backend, profile=profile, **options)
 

@@ -929,7 +929,7 @@ class LowerKernelFunc(RewritePattern):
                 self.vector_bits,
             )
         except DiagnosticException as e:
-            from fusec.tools.diagnostics import LocatedError, op_location
+            from fusec.passes.op_locations import LocatedError, op_location
 
             raise LocatedError(f"{op_location(op)}: error: {e}") from None
         rewriter.replace(op, fn)

@@ -298,7 +298,7 @@ def test_large_kernel_has_no_vector_epilogue() -> None:
     code generation time) and stays right on sizes that leave a remainder; the
     next small kernel is optimized exactly as before (the LLVM option is reset)."""
     from fusec.backends.llvm_jit import LARGE_KERNEL_LINES, optimize_for_host
-    from fusec.codegen import kernel_llvm_ir
+    from fusec.codegen.kernel import kernel_llvm_ir
 
     x = sample(torch.float32, (1000 + 13,))
 

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import torch
 from fusec.api.compiled import _context, run_pipeline
-from fusec.codegen.ir_text import generic_text
+from fusec.codegen.ir_text import generic_text, group_from_text, group_text
 from fusec.frontend.importer import import_fx, trace
-from fusec.runtime.cache import group_from_text, group_text
 from reference_models import lstm_tail
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.parser import Parser

@@ -39,6 +39,7 @@ entry point `fusec = "fusec.api.backend:fusec_backend"` does the same without th
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import threading
 import weakref
@@ -46,7 +47,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch.fx
-from fusec.api.compiled import CompiledFunction, CompileOptions, all_real, compile
+from fusec.api.compiled import CompiledFunction, CompileOptions, all_real, compile, graph_function
 from fusec.api.fast_call import fast_path
 
 log = logging.getLogger("fusec")
@@ -94,7 +95,9 @@ def compile_graph(
 
         if needs_autograd(example_inputs, gm) or runs_transform(gm):
             # AOTAutograd: fusec compiles the forward and backward ATen graphs.
-            return dynamo_backend(gm, example_inputs, CompileOptions(**opts)), None
+            options = CompileOptions(**opts)
+            make = functools.partial(graph_function, options=options)
+            return dynamo_backend(gm, example_inputs, make), None
         fn = compile(gm, example_inputs, **opts)
     except _DYNAMO_CONTROL_FLOW:
         raise  # Dynamo's own signals (restart the analysis), not failures

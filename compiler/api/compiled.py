@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 import torch.fx
 from fusec.api.fast_call import MISS, fast_path
+from fusec.codegen import kernel_builder  # noqa: F401 - the kernel cache's builder, even on a warm start
 from fusec.frontend.graph_values import Const, Ret
 from fusec.frontend.source_lines import warn_user
 from fusec.frontend.tracing import UnsupportedGraph, trace
@@ -99,18 +100,9 @@ class FusionError(RuntimeError):
 
 
 def _context() -> Context:
-    from fusec.dialects.aten import Aten
-    from fusec.dialects.fusion import Fusion
-    from xdsl.context import Context
-    from xdsl.dialects import get_all_dialects
+    from fusec.codegen.ir_text import context
 
-    ctx = Context()
-    for name, factory in get_all_dialects().items():
-        ctx.register_dialect(name, factory)
-    for dialect in (Aten, Fusion):
-        if dialect.name not in ctx.registered_dialect_names:
-            ctx.register_dialect(dialect.name, lambda d=dialect: d)
-    return ctx
+    return context()
 
 
 def _available_passes() -> dict[str, Any]:
@@ -706,7 +698,10 @@ class CompiledFunction:
             from fusec.api.training import TrainingProgram
 
             assert self.gm is not None
-            spec = Specialization(None, training=TrainingProgram(self.gm, args, self.options))
+            program = TrainingProgram(
+                self.gm, args, functools.partial(graph_function, options=self.options)
+            )
+            spec = Specialization(None, training=program)
             spec.compile_seconds = time.perf_counter() - start
             return spec
         if reason is None:
@@ -789,7 +784,7 @@ class CompiledFunction:
             return imported.opaque[op.node.data].bind(root)
 
         from fusec.api.warm_start import facts_of
-        from fusec.runtime.program import build_program
+        from fusec.codegen.host_program import build_program
 
         program = build_program(imported.func, kernels, opaque)
         for name_ in program.fallback_groups:
@@ -932,7 +927,7 @@ class CompiledFunction:
                 return kernel
 
             return provide
-        from fusec.runtime.cuda import gpu_kernel_provider
+        from fusec.codegen.host_program import gpu_kernel_provider
 
         tensors = [a for a in args if isinstance(a, torch.Tensor)]
         return gpu_kernel_provider(cache, tensors)
@@ -1085,11 +1080,12 @@ def _cached_program(
     """The module after `pipeline` from the warm-start cache (a previous process
     compiled this graph for these exact inputs), with `imported.func` pointed at
     its function; None on a miss."""
+    from fusec.codegen.ir_text import parse_module
     from fusec.runtime import program_cache
     from xdsl.dialects import func
 
     key = program_cache.program_key(gm, args, pipeline, name) if program_cache.enabled() else None
-    module = None if key is None else program_cache.load_program(key, _context())
+    module = None if key is None else program_cache.load_program(key, parse_module)
     if module is None:
         return None
     sym = imported.func.sym_name.data
@@ -1215,6 +1211,12 @@ def _getter(source: tuple[str, Any], root: torch.nn.Module) -> Callable[[Sequenc
     return fetch
 
 
+def graph_function(gm: torch.fx.GraphModule, options: CompileOptions) -> CompiledFunction:
+    """The `CompiledFunction` of one ATen graph AOTAutograd hands over (a forward,
+    backward or inference graph): how `fusec.api.training` compiles each one."""
+    return CompiledFunction(gm, gm, options)
+
+
 def compile(graph: Any, example_inputs: Sequence[Any] | None = None, **options: Any) -> Any:
     """`fusec.compile(fn_or_module_or_graph_module, example_inputs=None, **options)`.
 
@@ -1228,7 +1230,7 @@ def compile(graph: Any, example_inputs: Sequence[Any] | None = None, **options: 
     from fusec.api.exported import compile_exported, is_exported_program
 
     if is_exported_program(graph):
-        return compile_exported(graph, example_inputs, **options)
+        return compile_exported(graph, example_inputs, compile, **options)
     try:
         gm: torch.fx.GraphModule | None = trace(graph)
     except UnsupportedGraph as e:

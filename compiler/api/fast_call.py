@@ -416,7 +416,7 @@ def _is_tensor_spec(spec: Any) -> bool:
 
 def _implies(spec: Any, check: Any, exact: bool) -> bool:
     """Whether every argument of key part `spec` passes `check` (a guard's
-    `_InputCheck`, as its `matches` tests it)."""
+    `InputCheck`, as its `matches` tests it)."""
     if not _is_tensor_spec(spec):
         return False
     dtype, device, shape, contiguous, _ = spec

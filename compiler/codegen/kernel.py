@@ -11,7 +11,6 @@ serves every shape of its canonical key.
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Callable, Sequence
 from functools import cache
 
@@ -23,6 +22,7 @@ from fusec.runtime.kernel_signature import (
     KernelSignature,
     OperandSpec,
     OutputSpec,
+    is_gpu_target,
 )
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, VectorType
@@ -122,14 +122,6 @@ def _kernel_name(group: GroupOp, target: str) -> str:
     body = generic_text(group.body.block)
     text = body + str(group.outputs.types) + ("cpu" if target == "cpu" else "nvptx")
     return "fusec_" + hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-_GPU_ARCH = re.compile(r"sm_\d+[af]?")
-
-
-def is_gpu_target(target: str) -> bool:
-    """True for an NVIDIA architecture name ("sm_80", "sm_90a", ...)."""
-    return _GPU_ARCH.fullmatch(target) is not None
 
 
 

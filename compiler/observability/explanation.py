@@ -1,4 +1,4 @@
-"""`fusec.explain`: what fused, what did not and why, and which kernels ran.
+"""`fusec.explain`'s reports: what fused, what did not and why, and which kernels ran.
 
     report = fusec.explain(model, x, h)                  # fusec.compile, one call
     report = fusec.explain(model, x, h, backend="torch.compile")   # every Dynamo graph
@@ -15,7 +15,8 @@ write that may alias, an unsupported dtype or op, a guard that failed on the
 example inputs, a fallback to PyTorch.
 
 The same data feeds the `FUSEC_LOGS` lines (`log_graph`) and the strict check
-(`strict_violations`).
+(`strict_violations`). `fusec.explain` itself, which compiles and runs the
+function, is the API's (`fusec.api.explain`).
 """
 
 from __future__ import annotations
@@ -232,7 +233,7 @@ def module_report(
         return rep
 
     def group_report(group: GroupOp, guard: GuardOp | None) -> None:
-        from fusec.codegen.canonical import canonical_key
+        from fusec.passes.canonical import canonical_key
 
         gname = f"group_{len(report.groups)}"
         for arg, outer in zip(group.body.block.args, group.operands, strict=False):
@@ -420,78 +421,4 @@ def log_graph(report: GraphReport) -> None:
         )
 
 
-def explain(
-    fn_or_module: Any,
-    *example_inputs: Any,
-    backend: str = "fusec",
-    profile: bool = False,
-    runs: int = 20,
-    **options: Any,
-) -> Report:
-    """Compile `fn_or_module`, run it once on `example_inputs`, and report what fused.
-
-    `backend="fusec"` (default) uses `fusec.compile(fn_or_module, **options)`;
-    `backend="torch.compile"` uses `torch.compile(fn_or_module, backend="fusec")`
-    and reports every graph Dynamo handed over. A `CompiledFunction` (or a list of
-    them, e.g. `fusec.dynamo_graphs()`) is reported as it stands, without a call
-    (with `profile=True` it is called on `example_inputs`).
-
-    `profile=True` then runs the graph `runs` more times and reports the time of
-    each fused kernel and each op run through PyTorch, the host time between
-    them and the totals (`report.profiles`; a column in the text and the page).
-    """
-    from fusec.api.compiled import CompiledFunction
-    from fusec.api.compiled import compile as fusec_compile
-
-    if profile and backend != "fusec":
-        raise ValueError(
-            "fusec.explain(profile=True) profiles a fusec.compile graph: use "
-            "backend='fusec' (Dynamo's graphs are called by Dynamo, not by explain)"
-        )
-    if isinstance(fn_or_module, CompiledFunction):
-        if profile:
-            fn_or_module(*example_inputs)
-            return Report([_profiled(fn_or_module, example_inputs, runs)])
-        return Report([graph_report(fn_or_module)])
-    if isinstance(fn_or_module, Sequence) and all(
-        isinstance(f, CompiledFunction) for f in fn_or_module
-    ):
-        if profile:
-            raise ValueError("fusec.explain(profile=True) takes one compiled function")
-        return Report([graph_report(f) for f in fn_or_module])
-    options.setdefault("program_cache", False)  # the fuse pass must run for its reasons
-    if backend == "fusec":
-        compiled = fusec_compile(fn_or_module, **options)
-        compiled(*example_inputs)
-        if profile:
-            return Report([_profiled(compiled, example_inputs, runs)])
-        return Report([graph_report(compiled)])
-    if backend in ("torch.compile", "dynamo"):
-        import torch
-        from fusec.api.backend import compile_graph
-
-        graphs: list[CompiledFunction] = []
-
-        def recording(gm: Any, inputs: Sequence[Any]) -> Any:
-            call, fn = compile_graph(gm, inputs, options)
-            graphs.append(fn if fn is not None else call)
-            return call
-
-        torch.compile(fn_or_module, backend=recording)(*example_inputs)
-        return Report([graph_report(f) for f in graphs])
-    raise ValueError(f"unknown backend {backend!r}: use 'fusec' or 'torch.compile'")
-
-
-def _profiled(fn: CompiledFunction, inputs: Sequence[Any], runs: int) -> GraphReport:
-    """`fn`'s report with its profile on `inputs` (`fn` was just called on them)."""
-    from fusec.observability.profiling import Unprofiled, profile_graph
-
-    report = graph_report(fn)
-    try:
-        report.profile = profile_graph(fn, inputs, report, runs)
-    except Unprofiled as e:  # an eager call: the report says why, and that
-        report.unprofiled = str(e)
-    return report
-
-
-__all__ = ["KINDS", "Report", "GraphReport", "GroupReport", "OpReport", "explain"]
+__all__ = ["KINDS", "Report", "GraphReport", "GroupReport", "OpReport"]
