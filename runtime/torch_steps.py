@@ -127,6 +127,9 @@ _BINARY: dict[str, Callable[[Any, Any], Any]] = {
 # torch's comparisons and logical ops take a tensor first; a Python scalar on the
 # left swaps sides (mirroring the comparison).
 _SWAPPED: dict[str, Callable[[Any, Any], Any]] = {
+    # `torch.mul(s, x)` rounds a Python scalar to a half `x`'s dtype first, while
+    # `s * x` (that is `x.__rmul__(s)`) computes in float32: random graph 3777.
+    "aten.mul": torch.mul,
     "aten.eq": torch.eq,
     "aten.ne": torch.ne,
     "aten.lt": torch.gt,
