@@ -40,6 +40,7 @@ what reads IR is in `fusec.codegen.host_program`.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field

@@ -1,6 +1,6 @@
 """Fused kernel launches as named `torch.profiler` events
 (`fusec.runtime.profiler_events`), and fusec's IR in PyTorch's structured
-trace (`fusec.structured_trace`, `TORCH_TRACE`).
+trace (`fusec.observability.structured_trace`, `TORCH_TRACE`).
 
 Each launch is one CPU event, `fusec_<ops>_<index>`, through both entry points,
 in `key_averages()` and the Chrome trace (with the group's canonical key in its
@@ -21,7 +21,7 @@ from typing import Any
 import fusec
 import pytest
 import torch
-from fusec.runtime.cuda import group_program
+from fusec.codegen.host_program import group_program
 from fusec.runtime.profiler_events import event_name
 from torch.profiler import ProfilerActivity, profile
 

@@ -100,7 +100,7 @@ def compile_graph(
             return dynamo_backend(gm, example_inputs, make), None
         fn = compile(gm, example_inputs, **opts)
         # Specializations compiled at a later call still file their structured
-        # trace artifacts (`fusec.structured_trace`) under this graph's compile.
+        # trace artifacts (`fusec.observability.structured_trace`) under this graph's compile.
         fn.compile_id = torch._guards.CompileContext.current_compile_id()
     except _DYNAMO_CONTROL_FLOW:
         raise  # Dynamo's own signals (restart the analysis), not failures

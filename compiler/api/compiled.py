@@ -311,7 +311,7 @@ class CompiledFunction:
         """Per key, its fast path (None: the key has none), made once."""
         self.compile_id: Any = None
         """Dynamo's compile id of the graph `fusec.backend` compiled: fusec's
-        structured trace artifacts (`fusec.structured_trace`) go under it."""
+        structured trace artifacts (`fusec.observability.structured_trace`) go under it."""
         self.mode_modules: tuple[torch.nn.Module, ...] = ()
         """For an `nn.Module`: every module of its tree, whose `training` flags
         the program bakes in (batch norm's statistics, dropout: the trace
@@ -761,7 +761,7 @@ class CompiledFunction:
         with _rng_preserved(args), _buffers_preserved(self.gm):
             imported = import_fx(self.gm, args, name)
         module = imported.module
-        from fusec import structured_trace
+        from fusec.observability import structured_trace
 
         tracing = structured_trace.enabled()
         if tracing:
@@ -867,7 +867,7 @@ class CompiledFunction:
     def _reports_wanted(self) -> bool:
         """Strict mode, the fusion, kernels or guards logs, or a structured trace
         (`TORCH_TRACE`): each reads the IR."""
-        from fusec import structured_trace
+        from fusec.observability import structured_trace
 
         return (
             self.options.strict
@@ -1012,7 +1012,7 @@ def _recording(
 
 def _group_key(group: Any) -> str:
     """A group's canonical key, for its kernel's profiler events."""
-    from fusec.canonical import canonical_key
+    from fusec.passes.canonical import canonical_key
 
     return canonical_key(group).digest
 
