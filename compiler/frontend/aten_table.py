@@ -471,6 +471,8 @@ _entry(A.std.correction, A.std.dim)(norm._variance(aten.StdOp))
 _entry(A._softmax_backward_data.default)(norm._softmax_backward(False))
 _entry(A._log_softmax_backward_data.default)(norm._softmax_backward(True))
 _entry(A.native_layer_norm.default)(norm._native_layer_norm)
+_entry(A.batch_norm.default)(norm._aten_batch_norm)
+_entry(A._native_batch_norm_legit_no_training.default)(norm._native_batch_norm_no_training)
 _entry(A.native_layer_norm_backward.default)(norm._native_layer_norm_backward)
 
 

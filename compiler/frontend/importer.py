@@ -76,6 +76,7 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     StringAttr,
     TensorType,
+    UnitAttr,
 )
 from xdsl.ir import Attribute, Block, Operation, OpResult, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
@@ -595,8 +596,9 @@ class _Importer:
             return False
         if node.op == "call_function":
             if isinstance(node.target, torch._ops.OpOverload):
-                # `aten::add_`: ATen names its in-place overloads with a trailing _
-                return node.target._schema.name.endswith("_")
+                # The schema says it (`add_(Tensor(a!) self, ...)`); the name would
+                # take `aten::__and__`, `__or__`, ... for in-place ops.
+                return _writes_first_arg(node.target._schema)
             fn_name = getattr(node.target, "__name__", "")
             # `operator.and_`/`or_`/`xor_` (`a & b`) are out of place; the operator
             # module's in-place functions are `iand`, `iadd`, ... (`_MUTATING_OPS`).
@@ -774,6 +776,8 @@ class _Importer:
         args = template(node.args)
         kwargs = template(dict(node.kwargs))
         op = aten.OpaqueOp(_target_name(node), operands, result_types, node=node.name)
+        if isinstance(node.target, torch._ops.OpOverload) and _aliases_nothing(node.target._schema):
+            op.attributes[aten.OPAQUE_FRESH] = UnitAttr()  # functionalize may drop writes to it
         self.add_op(op)
         for r in op.results:
             r.name_hint = _hint(node.name)
@@ -837,6 +841,18 @@ class _Importer:
         v = self.import_attr(qual, value)
         assert isinstance(v, SSAValue)
         return v
+
+
+def _writes_first_arg(schema: torch.FunctionSchema) -> bool:
+    """Does an OpOverload's schema mark its first argument written (`Tensor(a!)`)?"""
+    alias = schema.arguments[0].alias_info if schema.arguments else None
+    return alias is not None and alias.is_write
+
+
+def _aliases_nothing(schema: torch.FunctionSchema) -> bool:
+    """Does an OpOverload's schema mark no argument or result aliased (`Tensor(a)`)
+    or written (`Tensor(a!)`)? Its results are then fresh tensors."""
+    return all(a.alias_info is None for a in (*schema.arguments, *schema.returns))
 
 
 def _holds_symbol(v: Any) -> bool:
