@@ -32,6 +32,7 @@ import torch
 from fusec.codegen.torch_ops import DTYPES_OF_TORCH
 from fusec.dialects import aten
 from fusec.dialects import inference as inf
+from fusec.frontend import import_bitwise as bits
 from fusec.frontend import import_normalizations as norm
 from fusec.frontend import importer as imp
 from xdsl.dialects.builtin import IntegerAttr, TensorType
@@ -150,6 +151,10 @@ _entry(A.where.self, A.where.ScalarSelf, A.where.ScalarOther, A.where.Scalar)(im
 # The torch-level handlers: an attention mask fuses into the softmax either way.
 _entry(A.masked_fill.Scalar)(imp._masked_fill)
 _entry(A.bitwise_not.default)(imp._bitwise_not)
+for _packet, _handler in ((A.__and__, bits.AND), (A.__or__, bits.OR), (A.__xor__, bits.XOR),
+                         (A.bitwise_and, bits.AND), (A.bitwise_or, bits.OR),
+                         (A.bitwise_xor, bits.XOR)):  # fmt: skip
+    _entry(*_overloads(_packet, "Tensor"))(_handler)  # bool tensors only, as `&` is
 
 
 _entry(A.full_like.default)(imp._full_like)

@@ -1726,6 +1726,7 @@ _register(torch.mean, "mean")(_reduction(aten.MeanOp))
 # Reductions and normalizations (softmax, layer_norm, ...), activations and
 # rounding ops written out as pointwise ops register from their modules.
 from fusec.frontend import import_activations as _import_activations  # noqa: E402, F401
+from fusec.frontend import import_bitwise as _import_bitwise  # noqa: E402, F401
 from fusec.frontend import import_normalizations as _import_normalizations  # noqa: E402, F401
 
 # In-place forms (`x.exp_()`, `torch.exp_(x)`, `F.relu_(x)`) map like their
