@@ -112,7 +112,7 @@ def _default_loader(artifact: Any) -> Any:
     return load_kernel(artifact)
 
 
-_FINGERPRINT_PACKAGES = ("fusec.dialects", "fusec.passes")
+_FINGERPRINT_PACKAGES = ("fusec.dialects", "fusec.passes", "fusec.passes.lowering")
 _FINGERPRINT_MODULES = (
     "fusec.canonical",
     "fusec.codegen",
@@ -357,7 +357,7 @@ def check_artifact(artifact: Any, group: GroupOp | None, target: str) -> None:
         raise CorruptEntry(str(e)) from None
     if group is None:
         return
-    from fusec.passes.lower_group_to_loops import dtype_name
+    from fusec.passes.lowering.emitter import dtype_name
 
     sig = artifact.signature
     inputs = tuple(_shape_free(dtype_name(a.type)) for a in group.body.block.args)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 TILED_CPU = "cpu-tiled"
 """The target that builds a CPU kernel's tiled variant (`build_kernel`): the same
 signature and results, plus a tiled loop nest for launches with a transposed or
-an expanded operand (`fusec.passes.cpu_loop_nest`). It doubles or triples the kernel's
+an expanded operand (`fusec.passes.lowering.cpu_loop_nest`). It doubles or triples the kernel's
 compile time, so the runtime builds it only for a layout that needs it (its
 artifact's target is "cpu": it runs as any CPU kernel)."""
 
@@ -108,10 +108,10 @@ class KernelSignature:
     lanes: int = 1
     """(nvptx pointwise) Consecutive elements a thread takes per trip of its
     loop when the layouts allow one vector access per operand
-    (`fusec.passes.gpu_loop`): the grid is sized for numel / lanes threads."""
+    (`fusec.passes.lowering.gpu_loop`): the grid is sized for numel / lanes threads."""
     cost: float = 1.0
     """Estimated nanoseconds of work per index-space element on one core
-    (`fusec.passes.kernel_cost`): the CPU executor splits a call over threads
+    (`fusec.passes.lowering.kernel_cost`): the CPU executor splits a call over threads
     only when its work pays for the launch."""
 
     @property

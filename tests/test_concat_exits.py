@@ -11,7 +11,7 @@ import fusec
 import pytest
 import torch
 from fusec.codegen import KernelSignature, OperandSpec, OutputSpec
-from fusec.passes.lower_group_to_loops import CatExit
+from fusec.runtime.kernel_signature import CatExit
 from fusec.runtime.operands import prepare
 from fusec.runtime.program import Step
 
