@@ -112,7 +112,7 @@ def _default_loader(artifact: Any) -> Any:
     return load_kernel(artifact)
 
 
-_FINGERPRINT_PACKAGES = ("fusec.dialects", "fusec.passes", "fusec.passes.lowering")
+_FINGERPRINT_PACKAGES = ("fusec.dialects", "fusec.passes")
 _FINGERPRINT_MODULES = (
     "fusec.canonical",
     "fusec.codegen",
@@ -138,7 +138,7 @@ def fingerprint_sources() -> list[Path]:
     for name in _FINGERPRINT_PACKAGES:
         spec = importlib.util.find_spec(name)
         for d in (spec.submodule_search_locations or []) if spec else []:
-            files += sorted(Path(d).glob("*.py"))
+            files += sorted(Path(d).rglob("*.py"))  # with subpackages (`passes/lowering/`)
     for name in _FINGERPRINT_MODULES:
         spec = importlib.util.find_spec(name)
         if spec is not None and spec.origin is not None:

@@ -66,8 +66,9 @@ def fingerprint() -> str:
     h = hashlib.sha256()
     root = Path(fusec.__file__).resolve().parent.parent
     for folder in ("compiler", "dialects", "passes", "runtime"):
-        for path in sorted((root / folder).glob("*.py")):
-            h.update(path.name.encode())
+        # Subpackages too (`passes/lowering/`): by path, so a move changes it.
+        for path in sorted((root / folder).rglob("*.py")):
+            h.update(path.relative_to(root).as_posix().encode())
             h.update(path.read_bytes())
     for dist in ("xdsl", "llvmlite", "torch"):
         h.update(f"{dist}={package_version(dist)}".encode())
