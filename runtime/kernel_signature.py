@@ -96,9 +96,10 @@ class KernelSignature:
     target: str = "cpu"
     exits: tuple[CatExit, ...] = ()
     reduce_dims: tuple[int, ...] = ()
-    """Index-space dims a reduction kernel reduces (`lower_reduction_to_loops`): its
-    outermost loop, the one [begin, end) splits, is the first dim not among them
-    (on nvptx, one block per index of the kept dims)."""
+    """Index-space dims a reduction kernel reduces
+    (`fusec.passes.lowering.reduction_kernel`): its outermost loop, the one
+    [begin, end) splits, is the first dim not among them (on nvptx, one block
+    per index of the kept dims)."""
     zero_division_flag: bool = False
     """The kernel divides integers: one more argument after the scalars, a
     pointer to a byte the kernel sets to 1 when a divisor was 0. The kernel never

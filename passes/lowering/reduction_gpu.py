@@ -1,4 +1,4 @@
-"""The `nvptx` loop structure of a reduction kernel (`lower_reduction_to_loops`):
+"""The `nvptx` loop structure of a reduction kernel (`reduction_kernel`):
 one warp per row (an index of the kept dims).
 
 Warps grid-stride over the rows; the 32 lanes of a warp stride over the reduced

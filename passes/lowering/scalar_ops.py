@@ -149,7 +149,9 @@ class CpuScalarOps:
 
     # ------------------------------------------------------------ comparisons
 
-    def compare(self, e: LoopEmitter, op: Operation, args: Args, pred: tuple[str, str, str]):
+    def compare(
+        self, e: LoopEmitter, op: Operation, args: Args, pred: tuple[str, str, str]
+    ) -> SSAValue:
         """`pred` = (cmpf predicate, signed cmpi predicate, unsigned one for bools)."""
         dtype = inf.result_dtype([o.type for o in op.operands])
         common = compute_type(dtype)
@@ -231,7 +233,7 @@ class CpuScalarOps:
         zero = e.const(0.0, x.type)
         return e.add(arith.SelectOp(self.relu_takes_zero(e, x, zero), zero, x))
 
-    def _math(self, e: LoopEmitter, op: Operation, args: Args, cls: type[Operation]):
+    def _math(self, e: LoopEmitter, op: Operation, args: Args, cls: type[Operation]) -> SSAValue:
         (x,) = self.operands(e, op, args)
         return e.add(cls(x))  # type: ignore[call-arg]
 
