@@ -235,7 +235,7 @@ class LowerKernelFunc(RewritePattern):
                 self.vector_bits,
             )
         except DiagnosticException as e:
-            from fusec.diagnostics import LocatedError, op_location
+            from fusec.passes.op_locations import LocatedError, op_location
 
             raise LocatedError(f"{op_location(op)}: error: {e}") from None
         rewriter.replace(op, fn)
@@ -253,11 +253,11 @@ class LowerGroupToLoopsPass(ModulePass):
     `fusec.passes.lowering.gpu_loop`)."""
     tile: bool = False
     """(cpu) Also a tiled nest, run on launches with a transposed operand: the
-    kernel the runtime builds for such layouts (`fusec.codegen.TILED_CPU`)."""
+    kernel the runtime builds for such layouts (`fusec.codegen.kernel.TILED_CPU`)."""
     vector_bits: int = 256
     """(cpu, tile) The register width a transposed operand's blocks are
     transposed in: 4 x 4 f64 blocks at 256 (AVX2), 8 x 8 at 512 (AVX-512; what
-    the runtime asks for on such hosts, `fusec.llvm_jit.host_vector_width`);
+    the runtime asks for on such hosts, `fusec.backends.llvm_jit.host_vector_width`);
     8 x 8 for 32-bit and narrower types at either (`cpu_loop_nest.MAX_LANES`)."""
 
     def __post_init__(self) -> None:

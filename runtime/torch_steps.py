@@ -5,7 +5,8 @@ What an op's callable needs of the IR (its properties, which operands are
 tensors, their ranks, its results' dtypes, a reshape's target sizes) and which
 PyTorch call runs it (a `TorchStep`: the shape of the call and the torch
 callables, by dotted name) are read once into an `OpInfo` by the compiler
-(`fusec.torch_ops.op_info`, whose `TORCH_STEPS` registry is keyed by op class);
+(`fusec.codegen.torch_ops.op_info`, whose `TORCH_STEPS` registry is keyed by
+op class);
 the callable is made from that alone, so a host program loaded from the
 warm-start cache makes the same callables from the same data without importing
 xDSL:

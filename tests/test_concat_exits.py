@@ -10,7 +10,7 @@ from typing import Any
 import fusec
 import pytest
 import torch
-from fusec.codegen import KernelSignature, OperandSpec, OutputSpec
+from fusec.codegen.kernel import KernelSignature, OperandSpec, OutputSpec
 from fusec.runtime.kernel_signature import CatExit
 from fusec.runtime.operands import prepare
 from fusec.runtime.program import Step

@@ -12,8 +12,8 @@ from collections.abc import Callable
 
 import llvmlite.binding as llvm
 import torch
-from fusec.codegen import lower_to_llvm_dialect, translate_to_llvm_ir
-from fusec.llvm_jit import host_target_machine, optimize_for_host
+from fusec.backends.llvm_jit import host_target_machine, optimize_for_host
+from fusec.codegen.kernel import lower_to_llvm_dialect, translate_to_llvm_ir
 from fusec.passes.lowering.emitter import INDEX, LoopEmitter
 from fusec.passes.lowering.gpu_loop import _magic_divisor, _magic_quotient
 from xdsl.dialects import func, memref, scf

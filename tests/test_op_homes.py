@@ -11,13 +11,13 @@ from typing import Any
 import pytest
 import torch
 import torch.nn.functional as F
-from fusec.aten_import import import_aten
+from fusec.codegen.torch_ops import TORCH_STEPS
 from fusec.dialects import aten
-from fusec.importer import import_fx, trace
+from fusec.frontend.aten_import import import_aten
+from fusec.frontend.importer import import_fx, trace
 from fusec.passes.lowering.scalar_ops import POINTWISE_METHODS, CpuScalarOps
 from fusec.passes.lowering.scalar_ops_nvptx import NvptxScalarOps
 from fusec.runtime.torch_steps import STEP_KINDS, torch_function
-from fusec.torch_ops import TORCH_STEPS
 
 POINTWISE = [cls for cls in aten.ATEN_OPS if cls.has_trait(aten.Pointwise)]
 
