@@ -48,7 +48,7 @@ from fusec.passes.lowering.kernel_args import (
     storage_type_named,
 )
 from fusec.passes.lowering.operand_dtypes import divides_integers
-from fusec.passes.lowering.scalar_ops import emit_pointwise
+from fusec.passes.lowering.pointwise import emit_pointwise
 from fusec.runtime.kernel_signature import KernelSignature, OutputSpec
 from xdsl.context import Context
 from xdsl.dialects import arith, func, memref, scf

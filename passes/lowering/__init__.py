@@ -7,7 +7,7 @@ call live here.
 - `scalar_ops` / `scalar_ops_nvptx`: the scalar semantics of every pointwise
   `aten` op, one method per op, one class per target (`CpuScalarOps`, and
   `NvptxScalarOps` overriding only where CUDA eager differs), found by op class
-  (`POINTWISE_METHODS`); `operand_dtypes` (common dtype, op-math operands,
+  (`POINTWISE_METHODS`; `pointwise.emit_pointwise` picks the target's); `operand_dtypes` (common dtype, op-math operands,
   result rounding) and `scalar_math` (powi, pow by a scalar, floor division)
   are what they compose.
 - `kernel_args`: a kernel's operands, outputs, argument layout and signature.

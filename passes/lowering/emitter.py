@@ -64,7 +64,7 @@ class LoopEmitter:
     gpu: bool = False
     """Emitting a GPU kernel: pointwise ops take their scalar semantics from
     `NvptxScalarOps` (CUDA eager's signed zeros, no integer-division flag)
-    rather than `CpuScalarOps` (`scalar_ops.scalar_ops_for`)."""
+    rather than `CpuScalarOps` (`pointwise.scalar_ops_for`)."""
 
     def add(self, op: Operation) -> SSAValue:
         self.ops.append(op)

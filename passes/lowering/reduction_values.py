@@ -25,8 +25,8 @@ from fusec.passes.lowering.kernel_args import (
     VIEW_OPS,
 )
 from fusec.passes.lowering.operand_dtypes import round_result
+from fusec.passes.lowering.pointwise import emit_pointwise, maximum
 from fusec.passes.lowering.reduction_domain import Domain, is_reduction
-from fusec.passes.lowering.scalar_ops import emit_pointwise, maximum
 from xdsl.dialects import arith, llvm
 from xdsl.dialects import math as mathd
 from xdsl.dialects.builtin import (

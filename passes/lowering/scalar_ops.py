@@ -9,7 +9,7 @@ their compute types (`emitter.compute_type`); it returns the result's value,
 which `emit` then wraps (uint8) or rounds (half types) as eager does:
 
     %r = aten.relu %x : tensor<4xf32> -> tensor<4xf32>
-    CPU_SCALAR_OPS.emit(e, op, [x])
+    CPU_SCALAR_OPS.emit(e, op, [x])        # or `pointwise.emit_pointwise(e, op, [x])`
     ->
     %c0 = arith.constant 0.0 : f32
     %neg = arith.cmpf olt, %x, %c0 : f32      // nvptx: ole (fmaxf(-0.0, 0) is +0.0)
@@ -383,23 +383,3 @@ class CpuScalarOps:
 
 
 CPU_SCALAR_OPS = CpuScalarOps()
-
-
-def scalar_ops_for(e: LoopEmitter) -> CpuScalarOps:
-    """The scalar semantics `e`'s kernel follows: its target's handler."""
-    if e.gpu:
-        from fusec.passes.lowering.scalar_ops_nvptx import NVPTX_SCALAR_OPS
-
-        return NVPTX_SCALAR_OPS
-    return CPU_SCALAR_OPS
-
-
-def emit_pointwise(e: LoopEmitter, op: Operation, args: Args) -> SSAValue:
-    """The scalar computation of one `aten` pointwise op on compute-typed values,
-    as `e`'s target computes it."""
-    return scalar_ops_for(e).emit(e, op, args)
-
-
-def maximum(e: LoopEmitter, a: SSAValue, b: SSAValue, is_max: bool) -> SSAValue:
-    """`max(a, b)` (`is_max`) or `min(a, b)` as `e`'s target computes it."""
-    return scalar_ops_for(e).extremum(e, a, b, is_max)
