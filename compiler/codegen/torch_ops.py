@@ -103,7 +103,10 @@ TORCH_STEPS: dict[type[Operation], TorchStep] = {
         aten.MatmulOp: "torch.matmul", aten.MmOp: "torch.mm",
         aten.LinearOp: "torch.nn.functional.linear",
     }),
-    **_calls({aten.MulOp: "torch.mul", aten.PowOp: "torch.pow", aten.MaximumOp: "torch.maximum",
+    # `torch.mul(s, x)` rounds a Python scalar to a half `x`'s dtype first, while
+    # `s * x` (that is `x.__rmul__(s)`) computes in float32: random graph 3777.
+    aten.MulOp: TorchStep("binary", "torch.mul", "torch.mul"),
+    **_calls({aten.PowOp: "torch.pow", aten.MaximumOp: "torch.maximum",
               aten.MinimumOp: "torch.minimum"}, "binary"),
     **{cls: TorchStep("binary", fn, swapped) for cls, (fn, swapped) in _COMPARISONS.items()},
     **_calls({aten.AddOp: "torch.add", aten.SubOp: "torch.sub"}, "alpha"),
