@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import torch
+from fusec.runtime import host_code
 
 if TYPE_CHECKING:
     from fusec.dialects.aten import OpaqueOp
@@ -489,8 +490,7 @@ def _generate_run(
         lines.append("    () = args")
     _emit_steps(program, names, env, lines, "    ", "", passing)
     lines.append("    return [" + ", ".join(names[i] for i in program.out_slots) + "]")
-    exec("\n".join(lines), env)  # noqa: S102 - source built above from slot numbers only
-    return env["run"]
+    return host_code.define("\n".join(lines), env, "run", "program_run")
 
 
 def _emit_steps(
@@ -586,8 +586,7 @@ def _generate_guard(
         lines.append(f"    if not ({' and '.join(conds)}):")
         lines.append(fail)
     lines.append("    return OK")
-    exec("\n".join(lines), env)  # noqa: S102 - source built from the precomputed checks
-    return env["guard"]
+    return host_code.define("\n".join(lines), env, "guard", "guard")
 
 
 def _device_test(x: str, device: str, full: bool) -> str:
