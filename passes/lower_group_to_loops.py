@@ -33,7 +33,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from fusec.dialects import aten
 from fusec.dialects import inference as inf
@@ -46,6 +46,7 @@ from xdsl.context import Context
 from xdsl.dialects import arith, builtin, func, llvm, memref, scf
 from xdsl.dialects import math as mathd
 from xdsl.dialects.builtin import (
+    AnyFloat,
     FloatAttr,
     IndexType,
     IntegerAttr,
@@ -98,7 +99,7 @@ def storage_type(t: Attribute) -> Attribute:
     return inf.I8 if t == inf.U8 else t
 
 
-def is_floating(t: Attribute) -> bool:
+def is_floating(t: Attribute) -> TypeGuard[AnyFloat]:
     return t in (F16, BF16, F32, F64)
 
 
@@ -127,8 +128,8 @@ def _view_step(op: Operation, result_index: int) -> tuple[object, ...]:
         case aten.ChunkOp():
             return ("chunk", result_index, p("chunks"), p("dim"))
         case aten.SplitOp():
-            d = inf.normalize_dim(p("dim"), op.input.type.get_num_dims())
-            sizes = [r.type.get_shape()[d] for r in op.results]
+            d = inf.normalize_dim(p("dim"), inf.tensor_type(op.input.type).get_num_dims())
+            sizes = [inf.tensor_type(r.type).get_shape()[d] for r in op.results]
             start = sum(sizes[:result_index])
             return ("narrow", d, start, sizes[result_index])
         case aten.NarrowOp():
@@ -136,7 +137,7 @@ def _view_step(op: Operation, result_index: int) -> tuple[object, ...]:
         case aten.SliceOp():
             return ("slice", p("dim"), p("start"), p("end"), p("step"))
         case aten.ExpandOp():
-            return ("rank", op.results[0].type.get_num_dims())
+            return ("rank", inf.tensor_type(op.results[0].type).get_num_dims())
         case aten.UnsqueezeOp():
             return ("unsqueeze", p("dim"))
         case aten.SqueezeOp():
@@ -146,7 +147,7 @@ def _view_step(op: Operation, result_index: int) -> tuple[object, ...]:
         case aten.TransposeOp():
             return ("transpose", p("dim0"), p("dim1"))
         case _:
-            return ("reshape", inf.reshape_sizes(op.results[0].type.get_shape()))
+            return ("reshape", inf.reshape_sizes(inf.tensor_type(op.results[0].type).get_shape()))
 
 
 # ----------------------------------------------------------------- the emitter
@@ -170,6 +171,7 @@ class _Emitter:
     def const(self, value: float | int | bool, t: Attribute) -> SSAValue:
         if isinstance(t, IndexType) or isinstance(t, IntegerType):
             return self.add(arith.ConstantOp(IntegerAttr(int(value), t)))
+        assert isinstance(t, AnyFloat), t
         return self.add(arith.ConstantOp(FloatAttr(float(value), t)))
 
     def wrap_u8(self, v: SSAValue) -> SSAValue:
@@ -220,7 +222,7 @@ class _Emitter:
             return self.to_bool(v)
         if is_floating(to):
             if is_floating(frm):
-                wider = frm.bitwidth < to.bitwidth  # type: ignore[attr-defined]
+                wider = frm.bitwidth < to.bitwidth
                 return self.add(arith.ExtFOp(v, to) if wider else arith.TruncFOp(v, to))
             if frm == BOOL:
                 return self.add(arith.UIToFPOp(v, to))
@@ -643,7 +645,7 @@ def _plan(block: Block) -> _Plan:
         for v in uses:
             if v not in operand_of:
                 i, views = chains[v]
-                et = v.type.get_element_type()  # type: ignore[attr-defined]
+                et = v.type.get_element_type()
                 operand_of[v] = len(operands)
                 operands.append(OperandSpec(i, views, dtype_name(et)))
     return _Plan(operands, operand_of, scalars, scalar_of)
@@ -799,7 +801,7 @@ def build_loop_kernel(
                 continue
             if not op.has_trait(aten.Pointwise):
                 raise DiagnosticException(f"lower-group-to-loops: {op.name} is not pointwise")
-            et = op.results[0].type.get_element_type()  # type: ignore[attr-defined]
+            et = op.results[0].type.get_element_type()
             _check_dtype(et)
             vals[op.results[0]] = emit_pointwise(b, op, [vals[o] for o in op.operands])
         # CUDA eager does not raise on an integer division by 0 (PTX gives an
@@ -849,7 +851,7 @@ def kernel_entry(
     arguments taken apart: (block, all args, sizes, (data, strides) per memref,
     index of the first scalar)."""
     entry = Block(arg_types=arg_types)
-    a = list(entry.args)
+    a: list[SSAValue] = list(entry.args)
     pos = 1 if gpu else 2
     sizes = a[pos : pos + lrank]
     pos += lrank

@@ -60,6 +60,7 @@ from fusec.passes.reduction_domain import Domain, is_reduction, keeps_dims
 from fusec.passes.reduction_domain import body_domain as _body_domain
 from xdsl.dialects import arith, func, llvm, memref, scf
 from xdsl.dialects import math as mathd
+from xdsl.dialects.arith import FastMathFlag
 from xdsl.dialects.builtin import (
     IndexType,
     IntegerType,
@@ -164,7 +165,7 @@ def _update(e: _Emitter, kind: str, accs: list[SSAValue], x: SSAValue) -> list[S
         return [e.add(arith.OrIOp(accs[0], x))]
     if is_floating(t):
         # PyTorch's own sum kernels reassociate (vectorized partial sums), so may we.
-        return [e.add(arith.AddfOp(accs[0], x, flags=arith.FastMathFlagsAttr(["reassoc"])))]
+        return [e.add(arith.AddfOp(accs[0], x, flags=arith.FastMathFlagsAttr([FastMathFlag.REASSOC])))]
     return [e.add(arith.AddiOp(accs[0], x))]
 
 
@@ -202,12 +203,12 @@ def _value(e: _Emitter, op: Operation, accs: list[SSAValue], count: SSAValue) ->
     kind = _KINDS[op.name]
     t = accs[0].type
     if kind == "mean":
+        assert is_floating(t)  # `aten.mean` verifies floats only
         n = e.add(arith.SIToFPOp(e.add(arith.IndexCastOp(count, IntegerType(64))), t))
         return e.add(arith.DivfOp(accs[0], n))
     if kind in ("var", "std"):
         n, _, m2 = accs
-        attr = op.properties.get("correction")
-        correction = attr.value.data if attr is not None else 1  # type: ignore[union-attr]
+        correction = aten.number_value(op.properties.get("correction"), 1)
         var = e.add(arith.DivfOp(m2, e.add(arith.SubfOp(n, e.const(float(correction), t)))))
         if kind == "std":
             return e.add(mathd.SqrtOp(var))
@@ -527,7 +528,7 @@ def build_reduction_kernel(
             if unit is None:
                 tiles(pe.ops, contiguous=versioned and bool(moving))
             else:
-                versions = [[], []]
+                versions: list[list[Operation]] = [[], []]
                 tiles(versions[0], contiguous=True)
                 tiles(versions[1], contiguous=False)
                 for ops in versions:
@@ -536,7 +537,7 @@ def build_reduction_kernel(
         elif unit is None:  # every tensor is broadcast along the columns, or too many
             blocks(pe.ops, (BLOCK, 1), contiguous=versioned)
         else:
-            versions: list[list[Operation]] = [[], []]
+            versions = [[], []]
             blocks(versions[0], (WIDE_BLOCK, 1), contiguous=True)
             blocks(versions[1], (BLOCK, 1), contiguous=False)
             for ops in versions:
@@ -738,7 +739,7 @@ def _stashes(
     return stash
 
 
-BodyFn = Callable[[_Emitter, list[SSAValue], list[SSAValue]], list[SSAValue]]
+BodyFn = Callable[[_Emitter, Sequence[SSAValue], Sequence[SSAValue]], list[SSAValue]]
 
 
 class CpuRows:
@@ -768,7 +769,7 @@ class CpuRows:
             return
         for n, d in enumerate(kept or [None]):
             blk = Block(arg_types=[INDEX])
-            lo, hi = (begin, end) if n == 0 else (c0, sizes[d])
+            lo, hi = (begin, end) if n == 0 or d is None else (c0, sizes[d])
             em.ops.append(scf.ForOp(lo, hi, c1, [], blk))
             em = _Emitter([])
             self._opened.append((blk, em))
@@ -813,9 +814,15 @@ class CpuRows:
         self,
         em: _Emitter,
         offs: Sequence[SSAValue],
-        body_fn: Callable[[_Emitter, list[SSAValue]], None],
+        body_fn: Callable[[_Emitter, Sequence[SSAValue]], None],
     ) -> None:
-        self._nest(em, self.rdims, offs, [], lambda ie, o, _a: body_fn(ie, o) or [])
+        def without_accumulators(
+            ie: _Emitter, o: Sequence[SSAValue], _a: Sequence[SSAValue]
+        ) -> list[SSAValue]:
+            body_fn(ie, o)
+            return []
+
+        self._nest(em, self.rdims, offs, [], without_accumulators)
 
     def first_lane(self, em: _Emitter) -> tuple[_Emitter, Callable[[], None]]:
         return em, lambda: None
