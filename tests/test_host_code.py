@@ -14,8 +14,8 @@ import fusec
 import pytest
 import torch
 import torch.fx
+from fusec.frontend.source_lines import warn_user
 from fusec.runtime import host_code
-from fusec.source_lines import warn_user
 
 
 @torch.fx.wrap
