@@ -48,7 +48,7 @@ def _scalar_float(op: Operation) -> AnyFloat | None:
 
 
 _INTRINSIC_SUFFIX = {True: "f32", False: "f64"}
-_ROUNDING_INTRINSICS = {
+_ROUNDING_INTRINSICS: dict[type[Operation], str] = {
     math.TruncOp: "llvm.trunc",
     math.RoundOp: "llvm.round",
     math.RoundEvenOp: "llvm.roundeven",

@@ -100,8 +100,8 @@ class FusionState:
     cloned_constants: set[Operation] = field(default_factory=set[Operation])
     _sizes: dict[GroupOp, int] = field(default_factory=dict[GroupOp, int])
     _reducing: dict[GroupOp, bool] = field(default_factory=dict[GroupOp, bool])
-    _writes: dict[Block, tuple[list[int], list[object]]] = field(
-        default_factory=dict[Block, tuple[list[int], list[object]]]
+    _writes: dict[Block, tuple[list[int], list[CopyOp]]] = field(
+        default_factory=dict[Block, tuple[list[int], list[CopyOp]]]
     )
 
     fusion_shapes: dict[Operation, FusionShape] = field(
@@ -482,7 +482,7 @@ def merge_groups(
         kept, gone = producer, group
         ins = _Inputs(kept, state)
         yield_op = kept.yield_op
-        inner_of = dict(zip(producer.outputs, yield_op.values, strict=True))
+        inner_of: dict[SSAValue, SSAValue] = dict(zip(producer.outputs, yield_op.values, strict=True))
         gone_block = gone.body.block
         for outer, arg in zip(consumer_inputs_, gone_block.args, strict=True):
             inner = inner_of.get(outer)

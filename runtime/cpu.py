@@ -32,7 +32,7 @@ from typing import Any
 
 import torch
 from fusec.backends.llvm_jit import JitModule
-from fusec.runtime import cpu_pool, parallel_launch
+from fusec.runtime import cpu_pool, host_code, parallel_launch
 from fusec.runtime.kernel_signature import KernelArtifact, KernelSignature
 from fusec.runtime.operands import (
     MAX_PLANS,
@@ -396,8 +396,7 @@ class CpuKernel:
         if self._flag_slot is not None:
             lines.append("    check_zero_division(flag)")
         lines.append("    return [" + ", ".join(f"a{j}" for j in plan.results) + "]")
-        exec("\n".join(lines), env)  # noqa: S102 - source built from slot numbers only
-        self.call = env["fast"]  # type: ignore[method-assign]
+        self.call = host_code.define("\n".join(lines), env, "fast", "cpu_call")  # type: ignore[method-assign]
 
     def _call_unplanned(self, inputs: Sequence[Any]) -> list[torch.Tensor]:
         """A call whose operands are not all views of the inputs (a `reshape` view

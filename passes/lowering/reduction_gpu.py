@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from fusec.dialects.inference import BOOL, F32, F64
 from fusec.passes.lowering.emitter import INDEX, LoopEmitter
 from xdsl.dialects import arith, llvm, scf
-from xdsl.dialects.builtin import IntegerType
+from xdsl.dialects.builtin import Float32Type, IntegerType
 from xdsl.ir import Block, SSAValue
 
 I32, I64 = IntegerType(32), IntegerType(64)
@@ -67,7 +67,7 @@ def shuffle_xor(e: LoopEmitter, v: SSAValue, lane_mask: int) -> SSAValue:
     clamp = e.const(WARP - 1, I32)
     t = v.type
 
-    def shfl32(x: SSAValue, suffix: str, rt: IntegerType | type(F32)) -> SSAValue:  # type: ignore[valid-type]
+    def shfl32(x: SSAValue, suffix: str, rt: IntegerType | Float32Type) -> SSAValue:
         name = f"llvm.nvvm.shfl.sync.bfly.{suffix}"
         return e.add(llvm.CallIntrinsicOp(name, [mask, x, delta, clamp], [rt]))
 
