@@ -125,7 +125,11 @@ def make_bert(quick: bool) -> Workload:
         intermediate_size=4 * width, vocab_size=vocab, max_position_embeddings=seq,
         hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
     )  # fmt: skip
-    return FirstOutput(BertModel(cfg, add_pooling_layer=False)), _tokens(vocab, batch, seq), mean_square
+    return (
+        FirstOutput(BertModel(cfg, add_pooling_layer=False)),
+        _tokens(vocab, batch, seq),
+        mean_square,
+    )
 
 
 def make_llama(quick: bool) -> Workload:
@@ -297,7 +301,9 @@ def compiled(model: nn.Module, backend: str) -> Callable[..., Any]:
     return model if backend == "eager" else torch.compile(model, backend=backend)
 
 
-def train_kernels(backend: str, forward: Callable[..., Any], m: nn.Module, inputs: tuple, loss_fn: Any):
+def train_kernels(
+    backend: str, forward: Callable[..., Any], m: nn.Module, inputs: tuple, loss_fn: Any
+):
     """Runs the first training step on a fresh compile of `m`; returns
     (forward, its first step's result, fused kernels in forward, in backward)."""
     torch._dynamo.reset()
@@ -388,9 +394,6 @@ def measure(
     return list(rows.values())
 
 
-_CHILD_OPTS = ("--first-call-child",)
-
-
 def first_call_child(name: str, backend: str, quick: bool) -> None:
     """In a fresh process: import the model's library, build the model, time its
     first training step (forward, loss, backward); prints one JSON line."""
@@ -407,7 +410,9 @@ def first_call_child(name: str, backend: str, quick: bool) -> None:
     print(json.dumps({"import_s": import_s, "first_s": first_s}))
 
 
-def first_calls(name: str, backend: str, rounds: int, quick: bool, threads: int) -> dict[str, float]:
+def first_calls(
+    name: str, backend: str, rounds: int, quick: bool, threads: int
+) -> dict[str, float]:
     """Cold and warm first-call seconds (and import seconds) in fresh processes,
     the median over `rounds` pairs of processes."""
     cold: list[float] = []
@@ -449,7 +454,9 @@ def table(name: str, rows: list[Row]) -> str:
         k = r.kernels or ("-",) * 3
         a = r.aten or ("-",) * 3
         fc = r.first_call
-        firsts = [_num(fc.get(key, float("nan")), 1, "{:.1f}") for key in ("cold", "warm", "import")]
+        firsts = [
+            _num(fc.get(key, float("nan")), 1, "{:.1f}") for key in ("cold", "warm", "import")
+        ]
         lines.append(
             f"| {r.backend} | {_num(r.train_s)} | {_num(r.infer_s)} | {k[0]} | {k[1]} | {k[2]} "
             f"| {a[0]} | {a[1]} | {a[2]} | {' | '.join(firsts)} | {r.check} |"
@@ -476,7 +483,9 @@ def main() -> None:
     ap.add_argument("--first-call-rounds", type=int, default=1)
     ap.add_argument("--no-first-call", action="store_true", help="skip the fresh processes")
     ap.add_argument("--quick", action="store_true", help="tiny configs")
-    ap.add_argument("--first-call-child", nargs=2, metavar=("MODEL", "BACKEND"), help=argparse.SUPPRESS)
+    ap.add_argument(
+        "--first-call-child", nargs=2, metavar=("MODEL", "BACKEND"), help=argparse.SUPPRESS
+    )
     opts = ap.parse_args()
     if opts.threads:
         torch.set_num_threads(opts.threads)
@@ -502,7 +511,9 @@ def main() -> None:
     for name in models:
         missing = missing_library(name)
         if missing:
-            print(f"### {name}\n\nskipped: {missing} is not installed (`pip install -e \".[bench]\"`)\n")
+            print(
+                f'### {name}\n\nskipped: {missing} is not installed (`pip install -e ".[bench]"`)\n'
+            )
             continue
         rows = measure(name, backends, opts.rounds, opts.quick)
         if not opts.no_first_call:
