@@ -389,7 +389,7 @@ def measure(
             train_steps.pop(backend, None)
             infer_steps.pop(backend, None)
     for s, attr in ((train_steps, "train_s"), (infer_steps, "infer_s")):
-        for backend, t in bench(s, rounds).items():
+        for backend, t in (bench(s, rounds) if s else {}).items():
             setattr(rows[backend], attr, t)
     return list(rows.values())
 
