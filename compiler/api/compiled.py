@@ -309,6 +309,9 @@ class CompiledFunction:
         path checks only the parts of the key that vary with sizes."""
         self._fast_paths: dict[Any, Callable[[tuple[Any, ...]], Any] | None] = {}
         """Per key, its fast path (None: the key has none), made once."""
+        self.compile_id: Any = None
+        """Dynamo's compile id of the graph `fusec.backend` compiled: fusec's
+        structured trace artifacts (`fusec.observability.structured_trace`) go under it."""
         self.mode_modules: tuple[torch.nn.Module, ...] = ()
         """For an `nn.Module`: every module of its tree, whose `training` flags
         the program bakes in (batch norm's statistics, dropout: the trace
@@ -758,6 +761,12 @@ class CompiledFunction:
         with _rng_preserved(args), _buffers_preserved(self.gm):
             imported = import_fx(self.gm, args, name)
         module = imported.module
+        from fusec.observability import structured_trace
+
+        tracing = structured_trace.enabled()
+        if tracing:
+            imported_ir = str(module)  # the pipeline rewrites the module in place
+            structured_trace.artifact("fusec_imported_ir", lambda: imported_ir, self.compile_id)
         with collect_remarks() as remarks:
             cached = _cached_program(self.gm, args, pipeline, name, imported) if warm else None
             if cached is not None:
@@ -787,6 +796,11 @@ class CompiledFunction:
         from fusec.codegen.host_program import build_program
 
         program = build_program(imported.func, kernels, opaque)
+        program.group_key = _group_key
+        if tracing:
+            structured_trace.artifact("fusec_fused_ir", lambda: str(module), self.compile_id)
+            kernel_list = structured_trace.kernel_list(program, records)
+            structured_trace.artifact("fusec_kernels", lambda: kernel_list, self.compile_id)
         for name_ in program.fallback_groups:
             log.info("fusec: a %s runs through PyTorch", name_)
         getters = tuple(_getter(src, root) for src in imported.inputs if src[0] != "skip")
@@ -851,9 +865,13 @@ class CompiledFunction:
         )
 
     def _reports_wanted(self) -> bool:
-        """Strict mode or the fusion, kernels or guards logs: each reads the IR."""
+        """Strict mode, the fusion, kernels or guards logs, or a structured trace
+        (`TORCH_TRACE`): each reads the IR."""
+        from fusec.observability import structured_trace
+
         return (
             self.options.strict
+            or structured_trace.enabled()
             or logs.fusion.isEnabledFor(logging.INFO)
             or logs.kernels.isEnabledFor(logging.INFO)
             or logs.guards.isEnabledFor(logging.INFO)
@@ -990,6 +1008,13 @@ def _recording(
         return kernel
 
     return kernel_for
+
+
+def _group_key(group: Any) -> str:
+    """A group's canonical key, for its kernel's profiler events."""
+    from fusec.passes.canonical import canonical_key
+
+    return canonical_key(group).digest
 
 
 def _stats_line(cache: Any) -> str:
