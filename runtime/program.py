@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+from fusec.runtime import host_code
 
 log = logging.getLogger("fusec")
 guard_log = logging.getLogger("fusec.guards")
@@ -407,8 +408,7 @@ def _generate_run(
         lines.append("    () = args")
     _emit_steps(program, names, env, lines, "    ", "", passing, events)
     lines.append("    return [" + ", ".join(names[i] for i in program.out_slots) + "]")
-    exec("\n".join(lines), env)  # noqa: S102 - source built above from slot numbers only
-    return env["run"]
+    return host_code.define("\n".join(lines), env, "run", "program_run")
 
 
 def _emit_steps(
@@ -529,8 +529,7 @@ def _generate_guard(
         lines.append(f"    if not ({' and '.join(conds)}):")
         lines.append(fail)
     lines.append("    return OK")
-    exec("\n".join(lines), env)  # noqa: S102 - source built from the precomputed checks
-    return env["guard"]
+    return host_code.define("\n".join(lines), env, "guard", "guard")
 
 
 def _device_test(x: str, device: str, full: bool) -> str:

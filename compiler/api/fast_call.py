@@ -81,6 +81,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
+from fusec.runtime import host_code
 
 MISS: Any = object()
 """What a fast path returns when the call is not for its specialization."""
@@ -265,8 +266,7 @@ def fast_path(
         source = "\n".join(lines)
         if tensors and checked and not trusted:
             source += "\n" + "\n".join(checked)
-        exec(source, env)  # noqa: S102 - source built from the key's parts only
-        return env["fast"]
+        return host_code.define(source, env, "fast", "fast_call")
     passing: frozenset[int] = frozenset()
     if spec.args_are_inputs == n:
         inputs = "args"
@@ -294,8 +294,7 @@ def fast_path(
     lines += ["    owner.last = spec", "    return fill(results)"]
     if tensors and not trusted:
         lines += checked  # empty where the checks are inline
-    exec("\n".join(lines), env)  # noqa: S102 - source built from the key's parts only
-    return env["fast"]
+    return host_code.define("\n".join(lines), env, "fast", "fast_call")
 
 
 _PLAIN = (torch.Tensor, torch.nn.Parameter)
