@@ -57,6 +57,7 @@ KNOWN_CYCLES: list[frozenset[str]] = [
         {
             "fusec.frontend.aten_table",
             "fusec.frontend.import_activations",
+            "fusec.frontend.import_bitwise",
             "fusec.frontend.import_normalizations",
             "fusec.frontend.importer",
         }
