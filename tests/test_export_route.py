@@ -174,13 +174,23 @@ def test_bitwise_ops_of_integers_stay_opaque():
     assert g.ir().count("aten.opaque") == 3
 
 
-def test_in_place_and_of_a_bool_tensor():
-    def f(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-        m = a > 0
-        m &= b > 0
-        return torch.where(m, a, b)
+def in_place_and(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    m = a > 0
+    m &= b > 0
+    return torch.where(m, a, b)
 
+
+class InPlaceAnd(nn.Module):
+    def forward(self, a, b):
+        return in_place_and(a, b)
+
+
+def test_in_place_and_of_a_bool_tensor():
     a, b = torch.randn(4, 8), torch.randn(4, 8)
-    g = fusec.compile(f)
-    torch.testing.assert_close(g(a, b), f(a, b))
+    g = fusec.compile(in_place_and)
+    torch.testing.assert_close(g(a, b), in_place_and(a, b))
+    assert g.launches_per_call == 1
+    ep = torch.export.export(InPlaceAnd(), (a, b))  # keeps `aten.__iand__.Tensor`
+    g = fusec.compile(ep)
+    torch.testing.assert_close(g(a, b), in_place_and(a, b))
     assert g.launches_per_call == 1

@@ -151,10 +151,9 @@ _entry(A.where.self, A.where.ScalarSelf, A.where.ScalarOther, A.where.Scalar)(im
 # The torch-level handlers: an attention mask fuses into the softmax either way.
 _entry(A.masked_fill.Scalar)(imp._masked_fill)
 _entry(A.bitwise_not.default)(imp._bitwise_not)
-for _packet, _handler in ((A.__and__, bits.AND), (A.__or__, bits.OR), (A.__xor__, bits.XOR),
-                         (A.bitwise_and, bits.AND), (A.bitwise_or, bits.OR),
-                         (A.bitwise_xor, bits.XOR)):  # fmt: skip
-    _entry(*_overloads(_packet, "Tensor"))(_handler)  # bool tensors only, as `&` is
+for _handler, _op in ((bits.AND, "and"), (bits.OR, "or"), (bits.XOR, "xor")):
+    for _name in (f"__{_op}__", f"__i{_op}__", f"bitwise_{_op}", f"bitwise_{_op}_"):
+        _entry(*_overloads(getattr(A, _name), "Tensor"))(_handler)  # bool tensors only
 
 
 _entry(A.full_like.default)(imp._full_like)
