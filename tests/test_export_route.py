@@ -12,7 +12,9 @@ taken for in-place ops (their names end in `_`, their schemas write nothing)."""
 from __future__ import annotations
 
 import contextlib
+import os
 import re
+import sys
 
 import fusec
 import pytest
@@ -88,14 +90,14 @@ def _fresh_dynamo():
     torch._dynamo.reset()
 
 
-def _torch_compile_kernels(m: nn.Module, x: torch.Tensor) -> int:
+def _torch_compile_kernels(m: nn.Module, *x: torch.Tensor) -> int:
     """Kernels per call of `torch.compile(m, backend="fusec")`'s forward: Dynamo's
     graphs, or AOTAutograd's forward graphs where autograd records the call."""
     # Held, so the earlier graphs stay in `dynamo_graphs` (it drops dead ones).
     old = [*fusec.dynamo_graphs(), *training.compiled_graphs()]
     f = torch.compile(m, backend="fusec")
     for _ in range(2):
-        torch.testing.assert_close(f(x), m(x))
+        torch.testing.assert_close(f(*x), m(*x))
     graphs = [*fusec.dynamo_graphs(), *training.compiled_graphs()]
     new = [g for g in graphs if not any(g is o for o in old)]
     return sum(g.launches_per_call for g in new if getattr(g, "kind", "") != "backward")
@@ -194,3 +196,22 @@ def test_in_place_and_of_a_bool_tensor():
     g = fusec.compile(ep)
     torch.testing.assert_close(g(a, b), in_place_and(a, b))
     assert g.launches_per_call == 1
+
+
+@pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])
+@pytest.mark.parametrize("name", ["gpt2", "bert", "llama", "resnet18"])
+def test_hugging_face_models_through_export(name: str, grad: bool):
+    """The Hugging Face models of benchmarks/models.py (quick configs), eval."""
+    pytest.importorskip("transformers")
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks"))
+    import models
+
+    torch.manual_seed(0)
+    m, args, _ = getattr(models, f"make_{name}")(True)
+    m.eval()
+    with torch.enable_grad() if grad else torch.no_grad():
+        expected = _torch_compile_kernels(m, *args)
+        f = fusec.compile(torch.export.export(m, args))
+        for _ in range(2):
+            torch.testing.assert_close(f(*args), m(*args))
+        assert f.launches_per_call == expected
