@@ -77,11 +77,22 @@ def fusec_backend(
 
 
 def compile_graph(
-    gm: torch.fx.GraphModule, example_inputs: Sequence[Any], opts: dict[str, Any]
+    gm: torch.fx.GraphModule,
+    example_inputs: Sequence[Any],
+    opts: dict[str, Any],
+    on_compile: Callable[[CompiledFunction], None] | None = None,
 ) -> tuple[Callable[..., Any], CompiledFunction | None]:
     """What `fusec_backend` hands Dynamo for `gm`, and the `CompiledFunction` that
     reports on it (None where the graph runs eagerly because fusec failed, or
-    through AOTAutograd)."""
+    through AOTAutograd). `on_compile` sees every `CompiledFunction` made for `gm`,
+    as `dynamo_graphs()` does: `gm`'s own, or AOTAutograd's forward and backward
+    graph's (`fusec.explain(backend="torch.compile")` reports them)."""
+
+    def remember(fn: CompiledFunction) -> None:
+        _remember(fn)
+        if on_compile is not None:
+            on_compile(fn)
+
     known = {f.name for f in dataclasses.fields(CompileOptions)}
     unknown = sorted(set(opts) - known)
     if unknown:
@@ -93,18 +104,24 @@ def compile_graph(
         from fusec.training import dynamo_backend, needs_autograd
 
         if needs_autograd(example_inputs, gm) or runs_transform(gm):
-            # AOTAutograd: fusec compiles the forward and backward ATen graphs.
-            return dynamo_backend(gm, example_inputs, CompileOptions(**opts)), None
+            # AOTAutograd: fusec compiles the forward and backward ATen graphs,
+            # each listed in `dynamo_graphs()` as AOTAutograd hands it over.
+            return dynamo_backend(gm, example_inputs, CompileOptions(**opts), remember), None
         fn = compile(gm, example_inputs, **opts)
     except _DYNAMO_CONTROL_FLOW:
         raise  # Dynamo's own signals (restart the analysis), not failures
     except Exception:  # noqa: BLE001 - Dynamo must get a runnable graph whatever happens
         log.warning("fusec: backend failed; the graph runs eagerly", exc_info=True)
         return gm.forward, None
+    remember(fn)
+    return _static_call(gm, example_inputs, fn), fn
+
+
+def _remember(fn: CompiledFunction) -> None:
+    """List `fn` in `dynamo_graphs()` for as long as something else keeps it alive."""
     with _GRAPHS_LOCK:
         _GRAPHS[:] = [r for r in _GRAPHS if r() is not None]
         _GRAPHS.append(weakref.ref(fn))
-    return _static_call(gm, example_inputs, fn), fn
 
 
 _TRANSFORM_MODULES = ("torch._functorch.", "torch._C._functorch")
@@ -169,8 +186,10 @@ def _static(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> bool:
 
 
 def dynamo_graphs() -> list[CompiledFunction]:
-    """The graphs Dynamo handed to fusec that are still alive, oldest first. Each is
-    a `CompiledFunction`: `launches_per_call` is the kernels its last call launched,
+    """The graphs Dynamo handed to fusec that are still alive, oldest first; for a
+    region autograd records, the forward and backward graphs AOTAutograd made of it
+    (`fusec.training.compiled_graphs()` says which is which). Each is a
+    `CompiledFunction`: `launches_per_call` is the kernels its last call launched,
     `ir()` its IR, and `fusec.explain(fusec.dynamo_graphs())` explains them all:
 
         model = torch.compile(model, backend="fusec"); model(x)

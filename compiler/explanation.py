@@ -473,9 +473,9 @@ def explain(
         graphs: list[CompiledFunction] = []
 
         def recording(gm: Any, inputs: Sequence[Any]) -> Any:
-            call, fn = compile_graph(gm, inputs, options)
-            graphs.append(fn if fn is not None else call)
-            return call
+            # Through AOTAutograd (parameters that require grad) a graph is a
+            # forward and a backward `CompiledFunction`: both are reported.
+            return compile_graph(gm, inputs, options, graphs.append)[0]
 
         torch.compile(fn_or_module, backend=recording)(*example_inputs)
         return Report([graph_report(f) for f in graphs])

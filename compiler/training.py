@@ -121,6 +121,10 @@ class AutogradCompilers:
 
     options: CompileOptions = field(default_factory=CompileOptions)
     graphs: list[CompiledGraph] = field(default_factory=list)
+    on_compile: Callable[[CompiledFunction], None] | None = None
+    """Called with each graph's `CompiledFunction` as it is made: the Dynamo backend
+    lists them in `fusec.dynamo_graphs()` (this module cannot import the backend's
+    registry: the backend imports this module)."""
 
     def compiler(self, kind: str) -> Callable[[torch.fx.GraphModule, Sequence[Any]], Any]:
         def compile_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Any:
@@ -130,6 +134,8 @@ class AutogradCompilers:
             self.graphs.append(record)
             with _ALL_LOCK:
                 _ALL.append(record)
+            if self.on_compile is not None:
+                self.on_compile(function)
             return _Boxed(function)
 
         return compile_graph
@@ -164,14 +170,18 @@ def needs_autograd(args: Sequence[Any], gm: torch.nn.Module | None = None) -> bo
 
 
 def dynamo_backend(
-    gm: torch.fx.GraphModule, example_inputs: Sequence[Any], options: CompileOptions
+    gm: torch.fx.GraphModule,
+    example_inputs: Sequence[Any],
+    options: CompileOptions,
+    on_compile: Callable[[CompiledFunction], None] | None = None,
 ) -> Callable[..., Any]:
     """The training half of `torch.compile(backend="fusec")`: Dynamo's
     `aot_autograd` with fusec compilers (parameters arrive as graph inputs or
-    attributes; AOTAutograd lifts both)."""
+    attributes; AOTAutograd lifts both). `on_compile` sees the `CompiledFunction`
+    of each forward, backward and inference graph (`AutogradCompilers.on_compile`)."""
     from torch._dynamo.backends.common import aot_autograd
 
-    compilers = AutogradCompilers(options)
+    compilers = AutogradCompilers(options, on_compile=on_compile)
     compiled = aot_autograd(**compilers.aot_kwargs())(gm, example_inputs)
     # Dynamo keeps the callable; the records stay reachable through it.
     try:

@@ -233,6 +233,17 @@ def test_torch_compile_reports_every_graph_and_counts_kernels():
     assert len(fusec.explain(graphs).groups) == 2
 
 
+def test_torch_compile_reports_a_module_that_autograd_records():
+    """Parameters that require grad send the graph through AOTAutograd, whose
+    callable is no `CompiledFunction`: explain reported on it and raised. It
+    reports the forward graph fusec compiled (the backward compiles when it runs)."""
+    torch._dynamo.reset()
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.LayerNorm(8), torch.nn.GELU())
+    report = fusec.explain(model, torch.randn(4, 8), backend="torch.compile")
+    assert len(report.graphs) == 1 and report.kernels == 1
+    assert "aten.gelu" in str(report)
+
+
 def test_logs_name_groups_reasons_kernels_and_recompiles(capsys):
     fusec.set_logs(fusion=True, kernels=True, recompiles=True, cache=True, guards=True)
     try:
