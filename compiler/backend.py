@@ -26,10 +26,15 @@ graph keeps fusec's checks.
 
 When autograd records the region (grad mode on and an input or parameter that
 requires grad), the graph goes through AOTAutograd instead, and fusec compiles
-its forward and backward ATen graphs (`fusec.training`). So does a region that
+its forward and backward ATen graphs (`fusec.training`; both are listed in
+`dynamo_graphs()`, each as AOTAutograd hands it over). So does a region that
 runs a functorch transform (`torch.vmap`, `torch.func.grad`/`jvp`): its ops see
 wrapped tensors (batched, dual, grad-tracking) that only the transform knows how
 to run, and AOTAutograd traces through it to plain ATen ops, as for Inductor.
+
+Under DDP, Dynamo's DDP optimizer calls the backend once per bucket-sized part
+of the graph; under FSDP2, once per `fully_shard`ed module (its hooks are graph
+breaks). `docs/usage.md` has both patterns; `tests/test_distributed.py` runs them.
 
 `import fusec` registers the backend under the name "fusec" (when Dynamo's
 registry is imported, so importing fusec stays cheap); the `torch_dynamo_backends`
