@@ -82,22 +82,12 @@ def fusec_backend(
 
 
 def compile_graph(
-    gm: torch.fx.GraphModule,
-    example_inputs: Sequence[Any],
-    opts: dict[str, Any],
-    on_compile: Callable[[CompiledFunction], None] | None = None,
+    gm: torch.fx.GraphModule, example_inputs: Sequence[Any], opts: dict[str, Any]
 ) -> tuple[Callable[..., Any], CompiledFunction | None]:
     """What `fusec_backend` hands Dynamo for `gm`, and the `CompiledFunction` that
     reports on it (None where the graph runs eagerly because fusec failed, or
-    through AOTAutograd). `on_compile` sees every `CompiledFunction` made for `gm`,
-    as `dynamo_graphs()` does: `gm`'s own, or AOTAutograd's forward and backward
-    graph's (`fusec.explain(backend="torch.compile")` reports them)."""
-
-    def remember(fn: CompiledFunction) -> None:
-        _remember(fn)
-        if on_compile is not None:
-            on_compile(fn)
-
+    through AOTAutograd: the callable's `fusec_graphs` then has its forward and
+    backward graphs, and `dynamo_graphs()` lists them)."""
     known = {f.name for f in dataclasses.fields(CompileOptions)}
     unknown = sorted(set(opts) - known)
     if unknown:
@@ -111,14 +101,14 @@ def compile_graph(
         if needs_autograd(example_inputs, gm) or runs_transform(gm):
             # AOTAutograd: fusec compiles the forward and backward ATen graphs,
             # each listed in `dynamo_graphs()` as AOTAutograd hands it over.
-            return dynamo_backend(gm, example_inputs, CompileOptions(**opts), remember), None
+            return dynamo_backend(gm, example_inputs, CompileOptions(**opts), _remember), None
         fn = compile(gm, example_inputs, **opts)
     except _DYNAMO_CONTROL_FLOW:
         raise  # Dynamo's own signals (restart the analysis), not failures
     except Exception:  # noqa: BLE001 - Dynamo must get a runnable graph whatever happens
         log.warning("fusec: backend failed; the graph runs eagerly", exc_info=True)
         return gm.forward, None
-    remember(fn)
+    _remember(fn)
     return _static_call(gm, example_inputs, fn), fn
 
 
