@@ -8,12 +8,12 @@ fabs, floor, ceil, trunc, round, copysign, fma) become that intrinsic on both
 targets. The transcendental ones differ:
 
 - `cpu`: expanded inline into llvm-dialect float arithmetic (range reduction +
-  polynomial, see `fusec.passes.math_polynomials`), so a loop over them
+  polynomial, see `fusec.passes.lowering.math_expansions`), so a loop over them
   vectorizes: no libm call is left. A sin/cos marked
   `{fusec.sincos_range = "fast"}` (by `sincos-fast-path`) gets the short
   Cody-Waite reduction only.
 - `nvptx`: calls to libdevice (`__nv_expf`, `__nv_tanh`, ...), declared here as
-  external `llvm.func`s; `fusec.ptx.emit_ptx` links libdevice in.
+  external `llvm.func`s; `fusec.backends.ptx.emit_ptx` links libdevice in.
 
 Vector-typed math ops are left alone (the expansions work on scalars; LLVM's
 vectorizer widens the scalar loop).
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fusec.passes import math_polynomials as poly
+from fusec.passes.lowering import math_expansions as poly
 from xdsl.context import Context
 from xdsl.dialects import llvm, math
 from xdsl.dialects.builtin import AnyFloat, Float32Type, FloatAttr, ModuleOp, StringAttr

@@ -18,7 +18,7 @@ by a constant) is a stack slot:
     %b1 = "llvm.alloca"(%n1) <{alignment = 64 : i64, elem_type = f32}> : (i64) -> !llvm.ptr
 
 A memref's address as an integer (a GPU kernel's test that its accesses are
-aligned vectors, `fusec.passes.gpu_loop`):
+aligned vectors, `fusec.passes.lowering.gpu_loop`):
 
     %a = memref.extract_aligned_pointer_as_index %m : memref<?xf32> -> index
     ->

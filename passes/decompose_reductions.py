@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from fusec.dialects import aten
 from fusec.dialects import inference as inf
 from fusec.dialects.opmath import is_step, mark_steps
-from fusec.passes.reduction_domain import is_reduction, keeps_dims, reduced_dims
+from fusec.passes.lowering.reduction_domain import is_reduction, keeps_dims, reduced_dims
 from xdsl.context import Context
 from xdsl.dialects.arith import ConstantOp
 from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, ModuleOp, TensorType, i64

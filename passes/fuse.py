@@ -50,7 +50,7 @@ from fusec.passes.fusion_utils import (
     merge_groups,
     wrap_in_group,
 )
-from fusec.passes.reduction_domain import fusion_shape, is_fusible_reduction
+from fusec.passes.lowering.reduction_domain import fusion_shape, is_fusible_reduction
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Operation, OpResult, SSAValue

@@ -40,7 +40,7 @@ from xdsl.rewriter import InsertPoint
 from xdsl.traits import is_side_effect_free
 
 if TYPE_CHECKING:
-    from fusec.passes.reduction_domain import FusionShape
+    from fusec.passes.lowering.reduction_domain import FusionShape
 
 DEFAULT_ARG_LIMIT = 128
 """Kernel arguments (inputs + outputs) a group may take, as the seeds' NVRTC limit."""
@@ -74,7 +74,7 @@ def is_scalar_constant(op: Operation | None) -> bool:
 
 def is_consumer(op: Operation) -> bool:
     """Ops a producer can fuse into: pointwise ops, reductions and existing groups."""
-    from fusec.passes.reduction_domain import is_fusible_reduction
+    from fusec.passes.lowering.reduction_domain import is_fusible_reduction
 
     return isinstance(op, GroupOp) or is_pointwise(op) or is_fusible_reduction(op)
 

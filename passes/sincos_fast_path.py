@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fusec.passes.math_polynomials import SINCOS_RANGE, sincos_fast_max
+from fusec.passes.lowering.math_sincos import SINCOS_RANGE, sincos_fast_max
 from xdsl.context import Context
 from xdsl.dialects import arith, math, scf
 from xdsl.dialects.builtin import (

@@ -1,6 +1,7 @@
 """The host program: a compiled `func.func` as a flat list of steps over slots.
 
-Building it walks the IR once; running it walks a Python list. Every SSA value
+Building it (`fusec.codegen.host_program.build_program`) walks the IR once;
+running it walks a Python list. Every SSA value
 gets a slot index, constants are preloaded, and each step is a callable with its
 operand and result slots resolved ahead of time:
 
@@ -13,7 +14,7 @@ operand and result slots resolved ahead of time:
 
 A `fusion.group` runs as its compiled kernel when there is one, and otherwise as a
 sub-program of its body through PyTorch; everything else runs through PyTorch
-(`fusec.torch_ops`), `aten.opaque` through its original fx target.
+(`fusec.runtime.torch_steps`), `aten.opaque` through its original fx target.
 
 Guarded groups (the `guard` pass) run as the IR says: `fusion.guard` is a check
 of each tensor's dtype, rank, size-1 dims, layout and device against values
@@ -31,8 +32,9 @@ and the reason; its last failure is in `failed_guards`), and
 
 Each step keeps its `recipe`, what it was made from (an op's `OpInfo`, a guard's
 checks, a kernel's group), so `fusec.runtime.program_data` can write a program as
-data and make it again, in another process, with no IR: this module imports xDSL
-only where it reads IR (`build_program`), never to run or rebuild a program.
+data and make it again, in another process, with no IR. This module reads no
+IR and imports no xDSL (the runtime imports only the runtime and the backends);
+what reads IR is in `fusec.codegen.host_program`.
 """
 
 from __future__ import annotations
@@ -42,24 +44,12 @@ import functools
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
-if TYPE_CHECKING:
-    from fusec.dialects.aten import OpaqueOp
-    from fusec.dialects.fusion import GroupOp, GuardOp
-    from xdsl.dialects import arith, func, scf
-    from xdsl.ir import Block, Operation, Region, SSAValue
-
 log = logging.getLogger("fusec")
 guard_log = logging.getLogger("fusec.guards")
-
-KernelProvider = Callable[["GroupOp"], Callable[[Sequence[Any]], Sequence[Any]] | None]
-"""Returns a group's kernel (inputs in group order -> outputs), or None to run the
-group's body through PyTorch instead."""
-
-OpaqueProvider = Callable[["OpaqueOp"], Callable[..., tuple[Any, ...]]]
 
 
 class UnsupportedProgram(Exception):
@@ -107,10 +97,15 @@ class HostProgram:
     guard_names: dict[Any, str] = field(default_factory=dict)
     """How the guards log names a guard's group (e.g. with the user's lines);
     by default its ops, `group[sigmoid,mul]`."""
+    group_key: Callable[[Any], str] | None = field(default=None, repr=False)
+    """A kernel step's group op -> its canonical key, for the profiler events'
+    args (set by the compiler, which owns the canonical form; called only once a
+    profiler runs). None, or a step without its op (a warm start), gives none."""
 
     def __post_init__(self) -> None:
         self._run = _generate_run(self)
         self._runs_passing: dict[frozenset[int], Callable[[Sequence[Any]], list[Any]]] = {}
+        self._runs_profiled: dict[frozenset[int], Callable[[Sequence[Any]], list[Any]]] = {}
 
     def run_passing(self, guards: frozenset[int]) -> Callable[[Sequence[Any]], list[Any]]:
         """The generated run for calls known to pass the guard steps at indices
@@ -120,6 +115,15 @@ class HostProgram:
         if run is None:
             run = self._runs_passing[guards] = _generate_run(self, guards)
         return run
+
+    def run_profiled(self, guards: frozenset[int], args: Sequence[Any]) -> list[Any]:
+        """Runs `args` as `run_passing(guards)` does, each kernel launch inside a
+        `torch.profiler` event named for its ops (`fusec.runtime.profiler_events`):
+        what the generated runs call instead of themselves while a profiler runs."""
+        run = self._runs_profiled.get(guards)
+        if run is None:
+            run = self._runs_profiled[guards] = _generate_run(self, guards, profiled=True)
+        return run(args)
 
     def launches_fixed(self, guards: frozenset[int]) -> bool:
         """Whether every run that passes the guard steps at indices `guards`
@@ -133,7 +137,7 @@ class HostProgram:
             if step.kind == "if" and step.branches and step.branches[0].launches
         )
 
-    def guard_checks(self, index: int) -> tuple[_InputCheck, ...]:
+    def guard_checks(self, index: int) -> tuple[InputCheck, ...]:
         """What the guard step at `index` checks of each of its inputs."""
         return self.steps[index].fn.checks  # type: ignore[attr-defined]
 
@@ -152,6 +156,18 @@ class HostProgram:
                 out += branch.all_steps()
         return out
 
+    def launch_steps(self) -> list[Step]:
+        """The kernel steps in the order a run launches them (then-regions where
+        their `scf.if` is; else-regions, run through PyTorch, left out): the
+        order that numbers their profiler events (`fusec_add_mul_0`, `..._1`)."""
+        out: list[Step] = []
+        for s in self.steps:
+            if s.kind == "kernel":
+                out.append(s)
+            elif s.kind == "if" and s.branches:
+                out += s.branches[0].launch_steps()
+        return out
+
     def describe(self) -> str:
         """One line per step, for logs and debugging."""
         lines = [f"args {list(self.arg_slots)} consts {sorted(self.consts)}"]
@@ -164,114 +180,11 @@ class HostProgram:
         return "\n".join(lines)
 
 
-def _constant_value(op: arith.ConstantOp) -> Any:
-    from xdsl.dialects.builtin import FloatAttr, IntegerAttr
-
-    attr = op.value
-    if isinstance(attr, FloatAttr):
-        return float(attr.value.data)
-    if isinstance(attr, IntegerAttr):
-        width = getattr(attr.type, "width", None)
-        if width is not None and width.data == 1:
-            return bool(attr.value.data)
-        return int(attr.value.data)
-    raise UnsupportedProgram(f"constant {attr} is not a Python scalar")
-
-
 class RootHolder:
     """Whatever makes a program's steps: holds the top-level program, whose
     counters guard and if steps update, once it exists."""
 
     root: HostProgram | None = None
-
-
-class _Builder(RootHolder):
-    def __init__(self, kernels: KernelProvider, opaque: OpaqueProvider):
-        self.kernels = kernels
-        self.opaque = opaque
-
-    def build(
-        self,
-        block: Block,
-        returned: Sequence[SSAValue],
-        args: Sequence[SSAValue] | None = None,
-    ) -> HostProgram:
-        """The program of `block`; `args` (default: the block's arguments) are the
-        values it takes, e.g. what an `scf.if` region uses from outside."""
-        from fusec.dialects.fusion import YieldOp
-        from xdsl.dialects import arith, func, scf
-
-        slot: dict[SSAValue, int] = {}
-
-        def new(v: SSAValue) -> int:
-            slot[v] = len(slot)
-            return slot[v]
-
-        arg_slots = tuple(new(a) for a in (block.args if args is None else args))
-        consts: dict[int, Any] = {}
-        steps: list[Step] = []
-        for op in block.ops:
-            if isinstance(op, func.ReturnOp | YieldOp | scf.YieldOp):
-                break
-            if isinstance(op, arith.ConstantOp):
-                consts[new(op.result)] = _constant_value(op)
-                continue
-            branches: tuple[HostProgram, ...] = ()
-            if isinstance(op, scf.IfOp):
-                fn, ins, branches = self.if_step(op, slot)
-                kind, recipe = "if", ("if",)
-            else:
-                ins = tuple(slot[o] for o in op.operands)
-                fn, kind, recipe = self.step_fn(op)
-            outs = tuple(new(r) for r in op.results)
-            steps.append(Step(fn, ins, outs, (), kind, _step_name(op), branches, recipe))
-        return assemble(len(slot), arg_slots, consts, steps, tuple(slot[v] for v in returned))
-
-    def step_fn(self, op: Operation) -> tuple[Callable[..., Sequence[Any]], str, Any]:
-        """A step's function, kind and recipe."""
-        from fusec.dialects.aten import OpaqueOp
-        from fusec.dialects.fusion import GroupOp, GuardOp
-        from fusec.runtime.torch_steps import step_callable
-        from fusec.torch_ops import has_torch_callable, op_info
-
-        if isinstance(op, GroupOp):
-            kernel = self.kernels(op)
-            body_of = functools.partial(self.build, op.body.block, list(op.yield_op.values))
-            if kernel is not None:
-                return kernel_fn(kernel, body_of), "kernel", ("kernel", op, body_of)
-            body = body_of()
-            if body.launches:
-                raise UnsupportedProgram("a group nested in a group")
-            return group_fn(body), "group", ("group", body)
-        if isinstance(op, GuardOp):
-            checks = tuple(
-                _InputCheck.of(v.type, spec)
-                for v, spec in zip(op.inputs, op.specs.data, strict=True)
-            )
-            what = _guarded_name(op)
-            return guard_fn(checks, what, op, self), "guard", ("guard", checks, what)
-        if isinstance(op, OpaqueOp):
-            return self.opaque(op), "opaque", ("opaque", op.node and op.node.data)
-        if not has_torch_callable(op):
-            raise UnsupportedProgram(f"no eager PyTorch implementation for {op.name}")
-        info = op_info(op)
-        return step_callable(info), "torch", ("torch", info)
-
-    def if_step(
-        self, op: scf.IfOp, slot: dict[SSAValue, int]
-    ) -> tuple[Callable[..., Sequence[Any]], tuple[int, ...], tuple[HostProgram, ...]]:
-        if len(op.false_region.blocks) != 1:
-            raise UnsupportedProgram("scf.if without an else-region")
-        captured = _captures(op.true_region, op.false_region)
-        then, other = (
-            self.build(r.block, list(_yielded(r)), captured)
-            for r in (op.true_region, op.false_region)
-        )
-        return (
-            if_fn(then, other, self),
-            (slot[op.cond], *(slot[v] for v in captured)),
-            (then, other),
-        )
 
 
 def assemble(
@@ -329,7 +242,7 @@ def group_fn(body: HostProgram) -> Callable[..., Sequence[Any]]:
 
 
 def guard_fn(
-    checks: tuple[_InputCheck, ...], what: str, key: Any, holder: RootHolder
+    checks: tuple[InputCheck, ...], what: str, key: Any, holder: RootHolder
 ) -> Callable[..., tuple[bool]]:
     """A `fusion.guard` step: `checks` generated flat; a failure is counted on
     `holder.root` under `key` (its op) and logged naming `what`, its group."""
@@ -370,8 +283,9 @@ def if_fn(then: HostProgram, other: HostProgram, holder: RootHolder) -> Callable
 
 
 @dataclass(frozen=True)
-class _InputCheck:
-    """What one `fusion.guard` input must be, precomputed from its type and spec."""
+class InputCheck:
+    """What one `fusion.guard` input must be, precomputed from its type and spec
+    (`fusec.codegen.host_program.input_check`)."""
 
     dtype: Any
     ndim: int
@@ -381,24 +295,6 @@ class _InputCheck:
     device: str
     full_device: bool
     """Whether `device` names one device (`cuda:1`) rather than a type (`cuda`)."""
-
-    @staticmethod
-    def of(t: Any, spec: Any) -> _InputCheck:
-        from fusec.torch_ops import torch_dtype
-        from xdsl.dialects.builtin import TensorType
-
-        assert isinstance(t, TensorType)
-        rank = t.get_num_dims()
-        ones = set(spec.ones_dims)
-        device = spec.device.data
-        return _InputCheck(
-            torch_dtype(t),
-            rank,
-            tuple(d in ones for d in range(rank)),
-            spec.layout.data == "contiguous",
-            device,
-            ":" in device,
-        )
 
     def matches(self, x: Any) -> bool:
         return (
@@ -453,7 +349,7 @@ class _KernelCall:
 
 
 def _generate_run(
-    program: HostProgram, passing: frozenset[int] = frozenset()
+    program: HostProgram, passing: frozenset[int] = frozenset(), *, profiled: bool = False
 ) -> Callable[[Sequence[Any]], list[Any]]:
     """The program as one generated Python function: a local variable per slot,
     a line per step, no interpretation left per call. The then-region of an
@@ -477,17 +373,39 @@ def _generate_run(
                 (s5,) = f2(s4, s3, s1)          # the if step: runs the else-region
             del s3
             return [s5]
+
+    A program with kernels first asks whether a profiler runs (one C call), and
+    if one does, runs instead its `profiled` variant (`run_profiled`), where each
+    kernel call is inside a named event (`fusec.runtime.profiler_events`):
+
+        def run(args):
+            if PROFILING():
+                return PROFILED(args)
+            ...
+
+                with t2_e0():                   # the profiled variant
+                    try:
+                        (t2_s2,) = t2_k0.call((s3, s1))
+                    ...
     """
+    from fusec.runtime import profiler_events
     from fusec.runtime.operands import KernelDeclined
 
     env: dict[str, Any] = {"KernelDeclined": KernelDeclined}
     names = {i: f"s{i}" for i in program.arg_slots}
     lines = ["def run(args):"]
+    events: _Events | None = None
+    if profiled:
+        events = _Events(program.group_key)
+    elif any(s.kind == "kernel" for s in program.all_steps()):
+        env["PROFILING"] = profiler_events.enabled
+        env["PROFILED"] = functools.partial(program.run_profiled, passing)
+        lines += ["    if PROFILING():", "        return PROFILED(args)"]
     if program.arg_slots:
         lines.append("    " + "".join(f"{names[i]}, " for i in program.arg_slots) + "= args")
     else:
         lines.append("    () = args")
-    _emit_steps(program, names, env, lines, "    ", "", passing)
+    _emit_steps(program, names, env, lines, "    ", "", passing, events)
     lines.append("    return [" + ", ".join(names[i] for i in program.out_slots) + "]")
     exec("\n".join(lines), env)  # noqa: S102 - source built above from slot numbers only
     return env["run"]
@@ -501,12 +419,14 @@ def _emit_steps(
     indent: str,
     tag: str,
     passing: frozenset[int] = frozenset(),
+    events: _Events | None = None,
 ) -> None:
     """Appends the lines of `program`'s constants and steps. `names` holds each
     slot's variable (those of the arguments are given); `tag` prefixes the
     variables and callables of an inlined then-region, so they stay apart; the
     guard steps at indices `passing` are known to pass, and an `scf.if` on one
-    of them is its then-region alone."""
+    of them is its then-region alone. With `events`, each kernel call is inside
+    its profiler event."""
     passed: set[int] = set()
     for slot, value in program.consts.items():
         names[slot] = f"{tag}s{slot}"
@@ -522,7 +442,7 @@ def _emit_steps(
         if step.kind == "if" and step.branches and step.ins[0] in passed:
             then = step.branches[0]
             sub = {a: names[i] for a, i in zip(then.arg_slots, step.ins[1:], strict=True)}
-            _emit_steps(then, sub, env, lines, indent, f"{tag}t{j}_")
+            _emit_steps(then, sub, env, lines, indent, f"{tag}t{j}_", frozenset(), events)
             got = "".join(f"{sub[i]}, " for i in then.out_slots)
             if step.outs:
                 lines.append(f"{indent}{outs} = ({got})")
@@ -530,7 +450,8 @@ def _emit_steps(
             then = step.branches[0]
             sub = {a: names[i] for a, i in zip(then.arg_slots, step.ins[1:], strict=True)}
             lines.append(f"{indent}if {ins[0]}:")
-            _emit_steps(then, sub, env, lines, indent + "    ", f"{tag}t{j}_")
+            inner = indent + "    "
+            _emit_steps(then, sub, env, lines, inner, f"{tag}t{j}_", frozenset(), events)
             got = "".join(f"{sub[i]}, " for i in then.out_slots)
             lines.append(f"{indent}    {outs} = ({got})" if step.outs else f"{indent}    pass")
             lines.append(f"{indent}else:")
@@ -543,18 +464,40 @@ def _emit_steps(
             env[f"{tag}k{j}"], env[f"{tag}d{j}"] = kernel, step.fn.declined
             packed = f"({', '.join(ins)}{',' if len(ins) == 1 else ''})"
             fast = ".call" if callable(getattr(kernel, "call", None)) else ""
-            lines.append(f"{indent}try:")
-            lines.append(f"{indent}    {outs} = {tag}k{j}{fast}({packed})")
-            lines.append(f"{indent}except KernelDeclined:")
-            lines.append(f"{indent}    {outs} = {tag}d{j}({packed})")
+            at = indent
+            if events is not None:
+                env[f"{tag}e{j}"] = events.of(step)
+                lines.append(f"{indent}with {tag}e{j}():")
+                at = indent + "    "
+            lines.append(f"{at}try:")
+            lines.append(f"{at}    {outs} = {tag}k{j}{fast}({packed})")
+            lines.append(f"{at}except KernelDeclined:")
+            lines.append(f"{at}    {outs} = {tag}d{j}({packed})")
         else:
             lines.append(f"{indent}{outs} = {call}" if step.outs else f"{indent}{call}")
         if step.free:
             lines.append(f"{indent}del " + ", ".join(names[i] for i in step.free))
 
 
+class _Events:
+    """The profiler events of one profiled run's kernel steps, numbered in the
+    order the run launches them (then-regions inline, as they are written out)."""
+
+    def __init__(self, group_key: Callable[[Any], str] | None):
+        self.group_key = group_key
+        self.count = 0
+
+    def of(self, step: Step) -> Callable[[], Any]:
+        from fusec.runtime.profiler_events import event, event_name
+
+        group = step.recipe[1] if step.recipe else None
+        key = self.group_key(group) if self.group_key and group is not None else None
+        self.count += 1
+        return event(event_name(step.name, self.count - 1), key)
+
+
 def _generate_guard(
-    checks: Sequence[_InputCheck], failed: Callable[..., tuple[bool]]
+    checks: Sequence[InputCheck], failed: Callable[..., tuple[bool]]
 ) -> Callable[..., tuple[bool]]:
     """A guard's checks as one generated function of its inputs: a flat run of
     `if`s over attribute reads (flat, since Python caps nesting at 100 levels and
@@ -596,83 +539,3 @@ def _device_test(x: str, device: str, full: bool) -> str:
     if full and device.startswith("cuda:") and device[5:].isdigit():
         return f"{x}.is_cuda and {x}.get_device() == {int(device[5:])}"
     return f"{'str(' + x + '.device)' if full else x + '.device.type'} == {device!r}"
-
-
-def _captures(*regions: Region) -> list[SSAValue]:
-    """Values the regions use but do not define, in order of first use."""
-    inside: set[SSAValue] = set()
-    used: dict[SSAValue, None] = {}
-    for region in regions:
-        for op in region.walk():
-            inside.update(op.results)
-            for r in op.regions:
-                for b in r.blocks:
-                    inside.update(b.args)
-        for b in region.blocks:
-            inside.update(b.args)
-    for region in regions:
-        for op in region.walk():
-            for v in op.operands:
-                if v not in inside:
-                    used.setdefault(v, None)
-    return list(used)
-
-
-def _yielded(region: Region) -> Sequence[SSAValue]:
-    from xdsl.dialects import scf
-
-    term = region.block.last_op
-    if not isinstance(term, scf.YieldOp):
-        raise UnsupportedProgram("scf.if region does not end with scf.yield")
-    return term.operands
-
-
-def _guarded_name(op: GuardOp) -> str:
-    from fusec.dialects.fusion import GroupOp
-    from xdsl.dialects import scf
-
-    for use in op.ok.uses:
-        user = use.operation
-        if isinstance(user, scf.IfOp):
-            for inner in user.true_region.block.ops:
-                if isinstance(inner, GroupOp):
-                    return _step_name(inner)
-    return "fusion.guard"
-
-
-def _step_name(op: Operation) -> str:
-    from fusec.dialects.aten import OpaqueOp
-    from fusec.dialects.fusion import GroupOp, YieldOp
-    from xdsl.dialects import scf
-
-    if isinstance(op, OpaqueOp):
-        return f"{op.target.data}"
-    if isinstance(op, GroupOp):
-        names = [o.name for o in op.body.block.ops if not isinstance(o, YieldOp)]
-        return "group[" + ",".join(n.removeprefix("aten.") for n in names) + "]"
-    if isinstance(op, scf.IfOp):
-        then = [o for o in op.true_region.block.ops if not isinstance(o, scf.YieldOp)]
-        return "if[" + ", ".join(_step_name(o) for o in then) + "]"
-    return op.name
-
-
-def build_program(
-    function: func.FuncOp,
-    kernels: KernelProvider,
-    opaque: OpaqueProvider,
-) -> HostProgram:
-    """The host program of `function`; groups get their kernels from `kernels`."""
-    from xdsl.dialects import func
-
-    block = function.body.block
-    ret = block.last_op
-    if not isinstance(ret, func.ReturnOp):
-        raise UnsupportedProgram("function does not end with func.return")
-    builder = _Builder(kernels, opaque)
-    program = builder.root = builder.build(block, list(ret.arguments))
-    return program
-
-
-def no_kernels(group: GroupOp) -> None:
-    """A kernel provider that runs every group through PyTorch."""
-    return None

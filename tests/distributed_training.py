@@ -94,7 +94,7 @@ def main(engine: str, rank: int, world: int, init_file: str, out_file: str) -> N
     dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world)
     try:
         import fusec
-        from fusec.training import compiled_graphs
+        from fusec.api.training import compiled_graphs
 
         eager = train(engine, rank, compiled=False)
         fused = train(engine, rank, compiled=True)

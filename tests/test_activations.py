@@ -1,5 +1,5 @@
 """Activations and rounding ops written out as pointwise ops
-(`fusec.import_activations`): one kernel with their neighbours, eager's values
+(`fusec.frontend.import_activations`): one kernel with their neighbours, eager's values
 on NaN, infinities, signed zeros and halves, at the torch level (functions,
 methods, modules, in-place forms) and the ATen level (`torch.export`)."""
 
@@ -118,7 +118,7 @@ def test_backward_ops_fuse_in_training(name: str) -> None:
     pointwise ops with ATen's CPU formula: gradients as eager's, one kernel."""
     import copy
 
-    from fusec.training import clear_compiled_graphs, compiled_graphs
+    from fusec.api.training import clear_compiled_graphs, compiled_graphs
 
     torch.manual_seed(0)
     eager = nn.Sequential(nn.Linear(16, 16), ACTIVATIONS[name](), nn.Linear(16, 16))

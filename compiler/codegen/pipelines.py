@@ -1,0 +1,62 @@
+"""Named pass pipelines: what `fusec-opt --fuse` and `--emit=<stage>` stand for.
+
+Each is a `-p` pipeline string, so `fusec-opt --fuse x.mlir` is exactly
+`fusec-opt -p <FUSE_PIPELINE> x.mlir`.
+"""
+
+FUSE_PIPELINE = "functionalize,fold-transpose-pairs,raise-linear,decompose,decompose-reductions,concat-matmul-sum,batch-shared-matmul,sink-views,broadcasting-chunk,lower-broadcasting-chunk,fuse,fuse-concat-exits,fuse,remove-outputs-used-only-in-size,share-group-kernels,fold-matmul-bias"
+"""The default fusion pipeline: raise ATen's flattened N-d linears back to
+`aten.linear` (`raise-linear`), split biases out of linear/addmm, expand
+softmax/log_softmax/layer_norm into reductions + pointwise (reductions keep their
+dims, so they can join groups), move chunks above
+their pointwise producers (as the seeds' BroadcastingChunk) and lower what is left
+to per-operand chunks, then fuse; cats of a group's outputs join it as exits, and
+a second `fuse` merges what the cat's uses had kept apart (the group can now move
+past the cat's old position, as the seeds' backward LSTM needs). First, in-place
+writes that no alias observes become plain values (`functionalize`) and a
+transpose of a transpose of the same dims is its source (`fold-transpose-pairs`,
+AOTAutograd's backward of every linear has two); last, group
+outputs read only for their size are dropped (`remove-outputs-used-only-in-size`),
+and groups that are a repeated kernel but for a boundary (an unrolled loop's first
+and last steps) become that kernel (`share-group-kernels`); bias adds nothing
+fused with go back into their matrix products (`fold-matmul-bias`).
+`sink-views` moves pointwise ops above the reshapes ATen graphs put around every
+matmul, so a bias add and the activation after it fuse. Before fusion, an
+unrolled loop's matrix products are regrouped: a sum of small-K products (a
+shared weight's gradient over the steps) becomes one product over concatenated
+operands (`concat-matmul-sum`), and thin products of one weight that do not
+depend on each other (the steps' input projections) one product over stacked
+rows (`batch-shared-matmul`)."""
+
+
+def compile_pipeline(device: str = "cpu") -> str:
+    """What `fusec.compile` runs: `FUSE_PIPELINE`, then `guard` for kernels on
+    `device`, so each group runs only on inputs it was specialized for and the
+    unfused ops run otherwise. (`--fuse` stays guard-free.) A device with an
+    index is quoted, since `:` is no token of a pipeline spec:
+
+        compile_pipeline("cuda:1")   # "...,guard{device=\"cuda:1\"}"
+    """
+    value = device if device.isidentifier() else f'"{device}"'
+    return f"{FUSE_PIPELINE},guard{{device={value}}}"
+
+
+COMPILE_PIPELINE = compile_pipeline()
+"""`compile_pipeline()` for CPU kernels."""
+
+EMIT_PIPELINES: dict[str, tuple[str, str]] = {}
+"""`--emit` stage -> (passes to append after the user's pipeline, output target)."""
+
+_LOOPS = "outline-groups,lower-group-to-loops"
+_TO_LLVM = (
+    "convert-scf-to-cf,convert-arith-to-llvm,convert-memref-to-llvm,convert-cf-to-llvm,"
+    "convert-func-to-llvm,convert-math-to-llvm{target=cpu},reconcile-unrealized-casts"
+)
+"""`fusec.codegen.kernel.llvm_pipeline("cpu")` (the math lowering last: see there)."""
+EMIT_PIPELINES["loops"] = (_LOOPS, "mlir")
+_CPU_LOOPS = f"{_LOOPS},sincos-fast-path"
+EMIT_PIPELINES["llvm"] = (f"{_CPU_LOOPS},{_TO_LLVM}", "mlir")
+EMIT_PIPELINES["llvmir"] = (f"{_CPU_LOOPS},{_TO_LLVM}", "llvmir")
+_TO_NVVM = _TO_LLVM.replace("{target=cpu}", "{target=nvptx}")
+EMIT_PIPELINES["ptx"] = (_LOOPS.replace("loops", "loops{target=nvptx}") + "," + _TO_NVVM, "ptx")
+"""PTX for sm_80; `-t 'ptx{arch=sm_90}'` picks another architecture."""
