@@ -42,7 +42,7 @@ def compile(graph: Any, example_inputs: Any = None, **options: Any) -> Any:
     contiguity, autograd) compiles a specialization; later calls only launch.
     `example_inputs`, when given, compiles their specialization right away.
 
-    Options (the fields of `fusec.compiled.CompileOptions`):
+    Options (the fields of `fusec.api.compiled.CompileOptions`):
 
     max_specializations: int = 8
         How many input specializations to compile; past that, a guarded program
@@ -78,7 +78,7 @@ def compile(graph: Any, example_inputs: Any = None, **options: Any) -> Any:
     report without a new call), `specializations`. See `fusec.explain` and
     `fusec.set_logs` / `FUSEC_LOGS` for what fused and why.
     """
-    from fusec.compiled import compile as _compile
+    from fusec.api.compiled import compile as _compile
 
     return _compile(graph, example_inputs, **options)
 
@@ -121,7 +121,7 @@ def dynamo_graphs() -> list[Any]:
 
 def __getattr__(name: str) -> Any:
     if name == "FusionError":
-        from fusec.compiled import FusionError
+        from fusec.api.compiled import FusionError
 
         return FusionError
     raise AttributeError(f"module 'fusec' has no attribute {name!r}")
@@ -132,7 +132,7 @@ def import_graph(fn_or_module: Any, example_inputs: Any = None) -> Any:
     ATen-level) or `torch.export.ExportedProgram` on `example_inputs` (for an
     ExportedProgram, its own example inputs by default)."""
     from fusec.exported import import_exported, is_exported_program
-    from fusec.importer import import_graph as _import_graph
+    from fusec.frontend.importer import import_graph as _import_graph
 
     if is_exported_program(fn_or_module):
         return import_exported(fn_or_module, example_inputs)

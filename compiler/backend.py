@@ -6,7 +6,7 @@ fusec compiles it like any graph (specializing on the first real call):
     model = torch.compile(model, backend="fusec")
     model = torch.compile(model, backend="fusec", options={"max_specializations": 4})
 
-`options` are the fields of `fusec.compiled.CompileOptions`. With `dynamic=True`
+`options` are the fields of `fusec.api.compiled.CompileOptions`. With `dynamic=True`
 (or Dynamo's automatic dynamic shapes) the graph's symbolic sizes are SymInt
 inputs, runtime values of the program, so one program serves every size.
 
@@ -46,8 +46,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch.fx
-from fusec.compiled import CompiledFunction, CompileOptions, all_real, compile
-from fusec.fast_call import fast_path
+from fusec.api.compiled import CompiledFunction, CompileOptions, all_real, compile
+from fusec.api.fast_call import fast_path
 
 log = logging.getLogger("fusec")
 

@@ -31,7 +31,7 @@ from xdsl.dialects import arith, func, scf
 from xdsl.ir import Operation
 
 if TYPE_CHECKING:
-    from fusec.compiled import CompiledFunction, Specialization
+    from fusec.api.compiled import CompiledFunction, Specialization
     from fusec.profiling import GraphProfile
 
 
@@ -440,8 +440,8 @@ def explain(
     each fused kernel and each op run through PyTorch, the host time between
     them and the totals (`report.profiles`; a column in the text and the page).
     """
-    from fusec.compiled import CompiledFunction
-    from fusec.compiled import compile as fusec_compile
+    from fusec.api.compiled import CompiledFunction
+    from fusec.api.compiled import compile as fusec_compile
 
     if profile and backend != "fusec":
         raise ValueError(

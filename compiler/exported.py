@@ -78,7 +78,7 @@ class ExportedFunction:
 
 def compile_exported(ep: torch.export.ExportedProgram, example_inputs: Any, **options: Any) -> Any:
     """`fusec.compile` of an ExportedProgram (see the module docstring)."""
-    from fusec.compiled import compile
+    from fusec.api.compiled import compile
 
     gm = flat_graph_module(ep)
     examples = None
@@ -90,7 +90,7 @@ def compile_exported(ep: torch.export.ExportedProgram, example_inputs: Any, **op
 def import_exported(ep: torch.export.ExportedProgram, example_inputs: Any = None) -> Any:
     """The `aten`-dialect module of an ExportedProgram; `example_inputs` default to
     the program's own example inputs."""
-    from fusec.importer import import_fx
+    from fusec.frontend.importer import import_fx
 
     if example_inputs is None:
         if ep.example_inputs is None:

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from fusec.compiled import CompiledFunction
+    from fusec.api.compiled import CompiledFunction
     from fusec.explanation import GraphReport
 
 

@@ -1,7 +1,7 @@
 """Where in the user's code an op came from, for logs, explanations and warnings.
 
 fx nodes carry a `stack_trace` (Dynamo's graphs always; `fusec.compile`'s own
-trace records one, see `fusec.importer.trace`). Its innermost frame outside torch
+trace records one, see `fusec.frontend.importer.trace`). Its innermost frame outside torch
 and fusec is the user's line:
 
     node.stack_trace == 'File "model.py", line 12, in forward\\n    y = x.sigmoid()'

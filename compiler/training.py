@@ -33,10 +33,10 @@ from typing import Any
 
 import torch
 import torch.fx
-from fusec.compiled import CompiledFunction, CompileOptions
+from fusec.api.compiled import CompiledFunction, CompileOptions
 
 # Not `threshold_backward` (relu's) nor the backward ops of
-# `fusec.import_activations` (hardtanh's, hardsigmoid's, hardswish's, elu's,
+# `fusec.frontend.import_activations` (hardtanh's, hardsigmoid's, hardswish's, elu's,
 # softplus's, mish's): the ATen table imports them with their zeros constants of
 # the kernel (`where(x <= threshold, 0, grad)`), where their decompositions trace
 # a 0 as an `aten.scalar_tensor` that fusec runs opaque on every call and passes

@@ -66,7 +66,7 @@ def fingerprint() -> str:
     h = hashlib.sha256()
     root = Path(fusec.__file__).resolve().parent.parent
     for folder in ("compiler", "dialects", "passes", "runtime"):
-        for path in sorted((root / folder).glob("*.py")):
+        for path in sorted((root / folder).rglob("*.py")):
             h.update(path.name.encode())
             h.update(path.read_bytes())
     for dist in ("xdsl", "llvmlite", "torch"):

@@ -1,5 +1,5 @@
 """Activations and rounding ops written out as pointwise ops
-(`fusec.import_activations`): one kernel with their neighbours, eager's values
+(`fusec.frontend.import_activations`): one kernel with their neighbours, eager's values
 on NaN, infinities, signed zeros and halves, at the torch level (functions,
 methods, modules, in-place forms) and the ATen level (`torch.export`)."""
 

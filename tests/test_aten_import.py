@@ -9,8 +9,8 @@ import fusec
 import pytest
 import torch
 import torch._dynamo
-from fusec.aten_import import import_aten
-from fusec.importer import UnsupportedGraph
+from fusec.frontend.aten_import import import_aten
+from fusec.frontend.importer import UnsupportedGraph
 from torch._dynamo.backends.common import aot_autograd
 
 from tests.model_cases import MODELS, Recorder, assert_same
@@ -237,13 +237,13 @@ def test_a_failing_backend_runs_the_graph_eagerly(monkeypatch, caplog):
 
 
 def test_a_failing_import_step_runs_eagerly(monkeypatch):
-    import fusec.importer
+    import fusec.frontend.importer
 
     def broken(*args, **kwargs):
         raise AssertionError("importer bug")
 
-    # `fusec.compiled` imports the importer when it compiles (not on a warm start).
-    monkeypatch.setattr(fusec.importer, "import_fx", broken)
+    # `fusec.api.compiled` imports the importer when it compiles (not on a warm start).
+    monkeypatch.setattr(fusec.frontend.importer, "import_fx", broken)
     f = fusec.compile(lambda x: x.exp() + 1)
     x = torch.randn(3)
     with pytest.warns(UserWarning, match="importer bug"):

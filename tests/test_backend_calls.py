@@ -9,8 +9,8 @@ from __future__ import annotations
 import fusec
 import pytest
 import torch
+from fusec.api.compiled import CompiledFunction
 from fusec.backend import compile_graph
-from fusec.compiled import CompiledFunction
 
 
 class Recorder:

@@ -21,7 +21,7 @@ from tests.cache_cases import check_outputs, entry_files, tail_args
 KINDS = ("kernel", "program", "object", "host")
 
 
-def run_tail() -> fusec.compiled.CompiledFunction:
+def run_tail() -> fusec.api.compiled.CompiledFunction:
     args = tail_args()
     f = fusec.compile(lstm_tail)
     check_outputs(f(*args), lstm_tail(*args))

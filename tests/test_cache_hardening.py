@@ -52,7 +52,7 @@ def group_of(fn) -> GroupOp:
     return group
 
 
-def check(fn, x, y) -> fusec.compiled.CompiledFunction:
+def check(fn, x, y) -> fusec.api.compiled.CompiledFunction:
     f = fusec.compile(fn)
     torch.testing.assert_close(f(x, y), fn(x, y))
     assert f.launches_per_call == 1

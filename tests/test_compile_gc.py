@@ -7,7 +7,7 @@ import gc
 
 import fusec
 import torch
-from fusec import compiled
+from fusec.api import compiled
 
 
 def test_the_pause_covers_small_graphs_only_and_restores_the_gc():

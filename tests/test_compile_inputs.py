@@ -176,7 +176,7 @@ def test_the_first_call_draws_random_numbers_once(fn):
 
 
 def test_a_compiler_failure_runs_the_original_once(monkeypatch):
-    import fusec.compiled as compiled
+    import fusec.api.compiled as compiled
 
     attempts = []
 

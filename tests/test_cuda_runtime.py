@@ -22,9 +22,9 @@ import fusec
 import pytest
 import torch
 import torch.fx
-from fusec.compiled import run_pipeline
+from fusec.api.compiled import run_pipeline
 from fusec.dialects.fusion import GroupOp, GuardOp
-from fusec.importer import import_fx, trace
+from fusec.frontend.importer import import_fx, trace
 from fusec.pipelines import compile_pipeline
 from fusec.runtime import cuda
 from fusec.runtime.cache import KernelCache

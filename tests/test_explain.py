@@ -14,7 +14,7 @@ import warnings
 import fusec
 import pytest
 import torch
-from fusec.compiled import CompileOptions, FusionError
+from fusec.api.compiled import CompileOptions, FusionError
 from fusec.pipelines import compile_pipeline
 from fusec.runtime.cache import KernelCache
 

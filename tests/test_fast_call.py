@@ -1,4 +1,4 @@
-"""The per-call fast path (`fusec.fast_call`): a call whose arguments match the
+"""The per-call fast path (`fusec.api.fast_call`): a call whose arguments match the
 last specialization's key runs its program directly; any other call takes the
 full path and gets the results (and specializations) the full path gives."""
 
@@ -9,7 +9,7 @@ import copy
 import fusec
 import pytest
 import torch
-from fusec.fast_call import MISS
+from fusec.api.fast_call import MISS
 
 
 def lstm_tail(gates: torch.Tensor, cx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -208,7 +208,7 @@ def _permuted(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 def test_the_guard_of_a_transposed_argument_is_implied_by_the_key(fn, shapes):
     """A guard of a transpose or permute of an argument is one the key implies
     (the view's sizes are the argument's, reordered): the fast path skips it."""
-    from fusec.fast_call import _passing_guards
+    from fusec.api.fast_call import _passing_guards
 
     f = fusec.compile(fn)
     args = [torch.randn(s) for s in shapes]
@@ -275,7 +275,7 @@ def test_the_cpp_check_remembers_new_sizes_of_the_same_key():
     _same(f, lstm_tail, *other)  # the key's own checks pass it...
     assert f._fast.__globals__["SEEN"].check(*other)  # ...and the C++ check takes it on
     # A bounded number of times: past that, the last sizes remembered stay.
-    from fusec import fast_call
+    from fusec.api import fast_call
 
     for b in range(2, 2 + fast_call._MAX_REMEMBERED + 2):
         _same(f, lstm_tail, torch.randn(b, 32), torch.randn(b, 8))

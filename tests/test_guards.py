@@ -11,8 +11,8 @@ from typing import Any
 import fusec
 import pytest
 import torch
-from fusec.compiled import run_pipeline
-from fusec.importer import import_fx, trace
+from fusec.api.compiled import run_pipeline
+from fusec.frontend.importer import import_fx, trace
 from fusec.pipelines import FUSE_PIPELINE
 from fusec.runtime.cache import default_cache
 from fusec.runtime.program import HostProgram, build_program

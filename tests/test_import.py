@@ -12,7 +12,7 @@ import fusec
 import torch
 import torch.nn.functional as F
 from fusec.dialects import aten
-from fusec.importer import Const, Ret, import_fx, trace
+from fusec.frontend.importer import Const, Ret, import_fx, trace
 from reference_models import lstm_cell
 from torch import nn
 from xdsl.dialects import arith, func

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import torch
-from fusec.compiled import _context, run_pipeline
-from fusec.importer import import_fx, trace
+from fusec.api.compiled import _context, run_pipeline
+from fusec.frontend.importer import import_fx, trace
 from fusec.ir_text import generic_text
 from fusec.runtime.cache import group_from_text, group_text
 from reference_models import lstm_tail

@@ -75,7 +75,7 @@ _USER_DATACLASS = textwrap.dedent(
 
     import dataclasses, typing
     import fusec
-    import fusec.compiled, fusec.dialects.aten, fusec.passes.fuse  # noqa: F401
+    import fusec.api.compiled, fusec.dialects.aten, fusec.passes.fuse  # noqa: F401
 
     @dataclasses.dataclass(frozen=True)
     class Node:

@@ -14,7 +14,7 @@ from pathlib import Path
 import fusec
 import pytest
 import torch
-from fusec import compiled
+from fusec.api import compiled
 from fusec.llvm_jit import JitModule
 from fusec.runtime import entries, program_cache
 from reference_models import lstm_tail
@@ -126,7 +126,7 @@ def test_cache_can_be_turned_off(cache_dir, monkeypatch):
 _CHILD = textwrap.dedent(
     """
     import json, sys, torch, fusec
-    from fusec import compiled
+    from fusec.api import compiled
     sys.path.insert(0, {here!r})
     from test_program_cache import lstm_tail, _args
     if {warm}:

@@ -13,10 +13,10 @@ import textwrap
 from pathlib import Path
 
 import fusec
-import fusec.importer
+import fusec.frontend.importer
 import pytest
 import torch
-from fusec import compiled
+from fusec.api import compiled
 from fusec.runtime import cache as cache_mod
 from fusec.runtime import program_cache
 from reference_models import lstm_tail
@@ -34,7 +34,7 @@ class _Imports:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch):
         self.imports = self.pipelines = 0
-        real_import, real_pipeline = fusec.importer.import_fx, compiled.run_pipeline
+        real_import, real_pipeline = fusec.frontend.importer.import_fx, compiled.run_pipeline
 
         def import_fx(*a, **k):
             self.imports += 1
@@ -44,7 +44,7 @@ class _Imports:
             self.pipelines += 1
             return real_pipeline(*a, **k)
 
-        monkeypatch.setattr(fusec.importer, "import_fx", import_fx)
+        monkeypatch.setattr(fusec.frontend.importer, "import_fx", import_fx)
         monkeypatch.setattr(compiled, "run_pipeline", run_pipeline)
 
 

@@ -12,7 +12,7 @@ import sys
 
 import fusec
 import torch
-from fusec.aten_import import import_aten
+from fusec.frontend.aten_import import import_aten
 from torch import nn
 
 

@@ -22,7 +22,7 @@ split, narrow, slices, integer indices) record which argument dims they cut
 
 ATen-level graphs (`torch.export`, AOTAutograd, `make_fx`) import the same way:
 a node whose target is a `torch.ops.aten` OpOverload finds its builder in
-`fusec.aten_table`. In a graph captured with symbolic sizes (Dynamo's SymInt
+`fusec.frontend.aten_table`. In a graph captured with symbolic sizes (Dynamo's SymInt
 placeholders, `torch.export` with `dynamic_shapes`, make_fx's symbolic tracing) a
 size is never a constant: every dim the graph records as a symbol is a dynamic
 dim of its type (`tensor<?x16xf32>`, see `symbolic_type`), SymInts are i64
@@ -779,7 +779,7 @@ class _Importer:
             r.name_hint = _hint(node.name)
         target = node.target
         if isinstance(target, torch._ops.OpOverload):
-            from fusec.aten_table import OPAQUE_SUBSTITUTES
+            from fusec.frontend.aten_table import OPAQUE_SUBSTITUTES
 
             target = OPAQUE_SUBSTITUTES.get(target, target)
         self.opaque[node.name] = OpaqueCall(node.op, target, args, kwargs, multi, kept)
@@ -955,7 +955,7 @@ def _register(*keys: Any) -> Callable[[Handler], Handler]:
 def _handler_for(node: torch.fx.Node, gm: torch.fx.GraphModule) -> Handler | None:
     if node.op == "call_function":
         if isinstance(node.target, torch._ops.OpOverload):
-            from fusec.aten_table import handler_for
+            from fusec.frontend.aten_table import handler_for
 
             return handler_for(node.target)
         try:
@@ -1709,8 +1709,8 @@ _register(torch.mean, "mean")(_reduction(aten.MeanOp))
 
 # Reductions and normalizations (softmax, layer_norm, ...), activations and
 # rounding ops written out as pointwise ops register from their modules.
-from fusec import import_activations as _import_activations  # noqa: E402, F401
-from fusec import import_normalizations as _import_normalizations  # noqa: E402, F401
+from fusec.frontend import import_activations as _import_activations  # noqa: E402, F401
+from fusec.frontend import import_normalizations as _import_normalizations  # noqa: E402, F401
 
 # In-place forms (`x.exp_()`, `torch.exp_(x)`, `F.relu_(x)`) map like their
 # out-of-place op; `_Importer.map_in_place` adds the write back.

@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 import torch.fx
 from fusec import logs
-from fusec.fast_call import MISS, fast_path
+from fusec.api.fast_call import MISS, fast_path
 from fusec.graph_values import Const, Ret
 from fusec.runtime.program import HostProgram, UnsupportedProgram
 from fusec.source_lines import warn_user
@@ -58,7 +58,7 @@ from fusec.tracing import UnsupportedGraph, trace
 if TYPE_CHECKING:
     # The compiler (importer, passes, xDSL) is imported when a specialization
     # compiles, never on a warm start (`fusec.warm_start`).
-    from fusec.importer import ImportedGraph
+    from fusec.frontend.importer import ImportedGraph
     from fusec.warm_start import GraphFacts
     from xdsl.context import Context
     from xdsl.dialects.builtin import ModuleOp
@@ -310,7 +310,7 @@ class CompiledFunction:
         """Why torch.fx could not trace the function (it then runs eagerly)."""
         self._parameters = tuple(gm.parameters()) if gm is not None else ()
         self._fast: Callable[[tuple[Any, ...]], Any] = _no_fast_path
-        """The fast path of the key the last full-path call ran (`fusec.fast_call`)."""
+        """The fast path of the key the last full-path call ran (`fusec.api.fast_call`)."""
         self.guarded_by_dynamo = False
         """Dynamo's guards hold every call's dtypes, devices, tensor types,
         requires_grad and grad mode (a graph `fusec.backend` compiles): the fast
@@ -406,7 +406,7 @@ class CompiledFunction:
         return spec.fill(results)
 
     def _install_fast_path(self, key: Any, spec: Specialization, args: Sequence[Any]) -> None:
-        """Makes `fusec.fast_call`'s fast path of `key` the first thing calls try
+        """Makes `fusec.api.fast_call`'s fast path of `key` the first thing calls try
         (generated once per key, while `key` still maps to `spec`)."""
         paths = self._fast_paths
         fast = paths.get(key, MISS)
@@ -752,7 +752,7 @@ class CompiledFunction:
             spec = self._warm_start(host_key, args)
             if spec is not None:
                 return spec
-        from fusec.importer import import_fx
+        from fusec.frontend.importer import import_fx
         from fusec.passes.fusion_remarks import collect_remarks
 
         # The import runs the graph on `args`; the first call's results must draw

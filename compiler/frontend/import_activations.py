@@ -31,11 +31,11 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
-from fusec.aten_table import _c, _entry, _op
 from fusec.dialects import aten
 from fusec.dialects import inference as inf
-from fusec.importer import _clamp as _clamp_handler
-from fusec.importer import _Importer, _NotMapped, _register
+from fusec.frontend.aten_table import _c, _entry, _op
+from fusec.frontend.importer import _clamp as _clamp_handler
+from fusec.frontend.importer import _Importer, _NotMapped, _register
 from torch import nn
 from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import SSAValue

@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 from fusec.dialects import aten
 from fusec.dialects import inference as inf
-from fusec.importer import _Importer, _NotMapped, _register
+from fusec.frontend.importer import _Importer, _NotMapped, _register
 from fusec.torch_ops import DTYPES_OF_TORCH
 from torch import nn
 from xdsl.dialects.arith import ConstantOp

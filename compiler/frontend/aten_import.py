@@ -1,8 +1,8 @@
 """Entry points for ATen-level graphs (AOTAutograd forward/backward graphs,
 `make_fx` and `torch.export` graphs).
 
-The torch-level importer (`fusec.importer`) reads these graphs too: a node whose
-target is a `torch.ops.aten` OpOverload finds its builder in `fusec.aten_table`.
+The torch-level importer (`fusec.frontend.importer`) reads these graphs too: a node whose
+target is a `torch.ops.aten` OpOverload finds its builder in `fusec.frontend.aten_table`.
 What this module adds is importing without real inputs: AOTAutograd hands its
 compilers FakeTensors, and every placeholder carries its FakeTensor in
 `node.meta['val']`, so the graph imports from those (the import-time run is then a
@@ -31,7 +31,7 @@ from typing import Any
 
 import torch
 import torch.fx
-from fusec.importer import ImportedGraph, UnsupportedGraph, import_fx
+from fusec.frontend.importer import ImportedGraph, UnsupportedGraph, import_fx
 
 
 def example_inputs_from_meta(gm: torch.fx.GraphModule) -> list[Any]:

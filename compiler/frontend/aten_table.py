@@ -12,7 +12,7 @@ fuse as their torch-level twins do:
     %sig = aten.sigmoid %add : tensor<4xf32> -> tensor<4xf32>
 
 Handlers take the importer and the node's fx arguments, as the torch-level ones do
-(`fusec.importer`), and reuse them where the signatures agree. An OpOverload with
+(`fusec.frontend.importer`), and reuse them where the signatures agree. An OpOverload with
 no entry, or whose entry raises `_NotMapped`, imports as `aten.opaque` and runs
 through PyTorch: nothing is dropped. Backward ops with a pointwise formula
 (`sigmoid_backward`, `tanh_backward`, `threshold_backward`, `silu_backward`,
@@ -29,10 +29,10 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-from fusec import import_normalizations as norm
-from fusec import importer as imp
 from fusec.dialects import aten
 from fusec.dialects import inference as inf
+from fusec.frontend import import_normalizations as norm
+from fusec.frontend import importer as imp
 from fusec.torch_ops import DTYPES_OF_TORCH
 from xdsl.dialects.builtin import IntegerAttr, TensorType
 from xdsl.ir import Attribute, Operation, SSAValue
