@@ -314,7 +314,7 @@ def group_text(group: GroupOp) -> str:
 
 def group_from_text(text: str) -> GroupOp | None:
     """The group of a `group_text`, or None when the text does not parse to one."""
-    from fusec.api.compiled import _context
+    from fusec.api.compile_steps import context as _context
     from fusec.dialects.fusion import GroupOp
     from xdsl.parser import Parser
 

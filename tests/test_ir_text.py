@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import torch
-from fusec.api.compiled import _context, run_pipeline
+from fusec.api.compile_steps import context as _context
+from fusec.api.compile_steps import run_pipeline
 from fusec.frontend.importer import import_fx, trace
 from fusec.ir_text import generic_text
 from fusec.runtime.cache import group_from_text, group_text

@@ -190,7 +190,7 @@ def test_a_masked_row_max_is_vectorized():
     instructions in the kernel's machine code, not only scalar ones."""
     import llvmlite.binding as llvm
     from fusec import codegen, llvm_jit
-    from fusec.api.compiled import _context
+    from fusec.api.compile_steps import context as _context
     from fusec.dialects.fusion import GroupOp
     from xdsl.parser import Parser
 
