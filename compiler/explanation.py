@@ -20,7 +20,7 @@ The same data feeds the `FUSEC_LOGS` lines (`log_graph`) and the strict check
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -470,15 +470,24 @@ def explain(
         import torch
         from fusec.backend import compile_graph
 
-        graphs: list[CompiledFunction] = []
+        reports: list[Callable[[], list[GraphReport]]] = []
 
         def recording(gm: Any, inputs: Sequence[Any]) -> Any:
             call, fn = compile_graph(gm, inputs, options)
-            graphs.append(fn if fn is not None else call)
+            aot = getattr(call, "fusec_graphs", None)
+            if fn is not None:
+                reports.append(lambda: [graph_report(fn)])
+            elif aot is not None:
+                # Through AOTAutograd: its forward (and, once run, backward) graphs,
+                # compiled when AOTAutograd hands them over, so read after the call.
+                reports.append(lambda: [graph_report(g.function) for g in aot])
+            else:
+                why = "fusec failed on this graph (the log says why); it runs eagerly"
+                reports.append(lambda: [GraphReport(type(gm).__name__, [], eager_reason=why)])
             return call
 
         torch.compile(fn_or_module, backend=recording)(*example_inputs)
-        return Report([graph_report(f) for f in graphs])
+        return Report([g for r in reports for g in r()])
     raise ValueError(f"unknown backend {backend!r}: use 'fusec' or 'torch.compile'")
 
 

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from fusec.dialects.aten import CatOp, ChunkOp, PermuteOp, TransposeOp
 from fusec.dialects.fusion import GroupOp
 from fusec.dialects.inference import broadcast_shapes
+from fusec.passes.aliasing import is_view_op
 from fusec.passes.fuse_concat_exits import reads_cat_exit
 from fusec.passes.fusion_remarks import RejectionLog, collecting
 from fusec.passes.fusion_utils import (
@@ -342,7 +343,36 @@ class FusePass(ModulePass):
         # behind, inside groups (CSE, DCE) and outside (constants now cloned in).
         for group in [g for g in module.walk() if isinstance(g, GroupOp)]:
             cse(group.body)
+            _recompute_repeated_results(group)
             region_dce(group.body)
         for const in state.cloned_constants:
             if const.parent is not None and not any(r.uses for r in const.results):
                 const.erase()
+
+
+def _recompute_repeated_results(group: GroupOp) -> None:
+    """A fresh tensor yielded twice after CSE is computed once per result again.
+
+    Eager PyTorch made two tensors of `x - y` written twice, so an in-place write
+    to one must not show in the other; a group that runs through PyTorch (no
+    kernel, or its guard's fallback copy) would hand out one tensor twice. Views
+    stay shared: two equal views of one tensor alias in eager too.
+
+        %a = aten.sub(%x, %y)            %a = aten.sub(%x, %y)
+        %b = aten.sub(%x, %y)    ->      %b = aten.sub(%x, %y)
+        fusion.yield(%a, %b)             fusion.yield(%a, %b)
+    (after CSE: `fusion.yield(%a, %a)`, which this undoes)
+    """
+    yield_op = group.yield_op
+    seen: set[SSAValue] = set()
+    for i, value in enumerate(yield_op.operands):
+        if (
+            value in seen
+            and isinstance(value, OpResult)
+            and value.op.parent is group.body.block
+            and not is_view_op(value.op)
+        ):
+            copy = value.op.clone()
+            group.body.block.insert_op_before(copy, yield_op)
+            yield_op.operands[i] = copy.results[value.index]
+        seen.add(value)

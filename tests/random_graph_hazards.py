@@ -162,8 +162,12 @@ def _half_scalar(b: _Builder) -> bool:
 
 def _trig(b: _Builder) -> bool:
     rnd = b.rnd
-    x = b.pick(lambda v: v.dtype in FLOATS and math.isinf(v.bound)) or b.pick(
-        lambda v: v.dtype in FLOATS and v.bound < 1e30
+    # Exact operands only (or small ones): sin of a rounded large value, such as
+    # `1 / cos(x)` near a pole, moves by far more than the tolerance when its
+    # operand moves by one ulp, and fused transcendentals are within an ulp of
+    # eager's, not bit-equal (random graph 2390: `1 / sin(1 / cos(x))`).
+    x = b.pick(lambda v: v.dtype in FLOATS and v.exact and math.isinf(v.bound)) or b.pick(
+        lambda v: v.dtype in FLOATS and (v.exact and v.bound < 1e30 or v.bound <= 10.0)
     )
     if x is None:
         return False

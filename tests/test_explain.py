@@ -233,6 +233,18 @@ def test_torch_compile_reports_every_graph_and_counts_kernels():
     assert len(fusec.explain(graphs).groups) == 2
 
 
+def test_torch_compile_report_of_a_module_with_parameters_shows_its_aot_graphs():
+    # Parameters that require grad send Dynamo's graph through AOTAutograd:
+    # the report holds the forward graph fusec compiled there (it raised before).
+    import torch._dynamo
+
+    torch._dynamo.reset()
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.GELU(), torch.nn.LayerNorm(4))
+    report = fusec.explain(model, torch.randn(3, 4), backend="torch.compile")
+    assert len(report.graphs) == 1
+    assert report.kernels >= 1
+
+
 def test_logs_name_groups_reasons_kernels_and_recompiles(capsys):
     fusec.set_logs(fusion=True, kernels=True, recompiles=True, cache=True, guards=True)
     try:

@@ -238,3 +238,47 @@ def test_aten_graph_clone_is_a_copy(f):
     eager_in, ours_in = x.clone(), x.clone()
     torch.testing.assert_close(fusec.compile(graph)(ours_in), f(eager_in))
     torch.testing.assert_close(ours_in, eager_in)
+
+
+# ---------------------------------------------------------------- equal results
+
+
+def write_one_of_two_equal_results_unfused_group(x):
+    # The chunk of a computed value leaves this group without a kernel: it runs
+    # through PyTorch, where CSE's shared `x - y` was one tensor (random graph 2053).
+    h = x.half()
+    y = x * h
+    a = x - y
+    b = x - y
+    c = h.chunk(3, 0)[-1] * 1
+    a[None].clamp_(min=0.5)
+    return b.half(), c
+
+
+def write_one_of_two_equal_results(x):
+    y = x.sin()
+    a = y * 2
+    b = y * 2
+    a.add_(1)
+    return a, b
+
+
+def write_one_of_two_equal_views(x):
+    y = x.sin()
+    a = y[0]
+    b = y[0]
+    a.add_(1)
+    return y, b
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize(
+    "f, x",
+    [
+        (write_one_of_two_equal_results_unfused_group, torch.tensor([-2])),
+        (write_one_of_two_equal_results, torch.randn(4, 3)),
+        (write_one_of_two_equal_views, torch.randn(4, 3)),
+    ],
+)
+def test_a_write_to_one_of_two_equal_results_leaves_the_other(backend, f, x):
+    check_like_eager(backend, f, x)

@@ -109,3 +109,19 @@ func.func @cse_in_group(%x: tensor<4xf32>) -> tensor<4xf32> {
   %c = aten.add %a, %b : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
   func.return %c : tensor<4xf32>
 }
+
+// -----
+
+// Two equal fresh results leave the group: CSE shares them, and the group
+// computes the second again, so a group run through PyTorch hands out two tensors.
+// CHECK-LABEL: func.func @equal_results
+// CHECK:         fusion.group
+// CHECK:           %[[A:.*]] = aten.sub
+// CHECK-NEXT:      %[[B:.*]] = aten.sub
+// CHECK-NEXT:      fusion.yield %[[A]], %[[B]]
+func.func @equal_results(%x: tensor<4xf32>, %y: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %s = "aten.sin"(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  %a = "aten.sub"(%s, %y) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %b = "aten.sub"(%s, %y) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  func.return %a, %b : tensor<4xf32>, tensor<4xf32>
+}
