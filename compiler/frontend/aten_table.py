@@ -423,14 +423,14 @@ register_aten(A.mean)(_reduction(aten.MeanOp))
 
 # Reductions and normalizations: the torch-level handlers of
 # `import_normalizations` take ATen's argument lists as they are.
-register_aten(A.amax)(norm._extremum(aten.AmaxOp))
-register_aten(A.amin)(norm._extremum(aten.AminOp))
-register_aten(A.var.correction, A.var.dim)(norm._variance(aten.VarOp))
-register_aten(A.std.correction, A.std.dim)(norm._variance(aten.StdOp))
-register_aten(A._softmax_backward_data)(norm._softmax_backward(False))
-register_aten(A._log_softmax_backward_data)(norm._softmax_backward(True))
-register_aten(A.native_layer_norm)(norm._native_layer_norm)
-register_aten(A.native_layer_norm_backward)(norm._native_layer_norm_backward)
+register_aten(A.amax)(norm.extremum(aten.AmaxOp))
+register_aten(A.amin)(norm.extremum(aten.AminOp))
+register_aten(A.var.correction, A.var.dim)(norm.variance(aten.VarOp))
+register_aten(A.std.correction, A.std.dim)(norm.variance(aten.StdOp))
+register_aten(A._softmax_backward_data)(norm.softmax_backward(False))
+register_aten(A._log_softmax_backward_data)(norm.softmax_backward(True))
+register_aten(A.native_layer_norm)(norm.native_layer_norm)
+register_aten(A.native_layer_norm_backward)(norm.native_layer_norm_backward)
 
 
 def _softmax(log: bool) -> Handler:
@@ -438,7 +438,7 @@ def _softmax(log: bool) -> Handler:
         """`aten._softmax(x, dim, half_to_float)`: in f32 if `half_to_float`."""
         dtype = inf.F32 if ctx.const(half_to_float) else None
         built = norm.build_softmax(ctx.tensor(x), int(ctx.const(dim)), dtype, log)
-        return norm._emit(ctx, built)
+        return norm.emit_built(ctx, built)
 
     return handle
 
@@ -450,8 +450,8 @@ register_aten(A._log_softmax)(_softmax(True))
 def _softmax_int(log: bool) -> Handler:
     def handle(ctx: Any, x: Any, dim: Any, dtype: Any = None) -> SSAValue:
         """`aten.softmax.int(x, dim, dtype=None)` (torch.export's training IR)."""
-        built = norm.build_softmax(ctx.tensor(x), int(ctx.const(dim)), norm._dtype(ctx, dtype), log)
-        return norm._emit(ctx, built)
+        built = norm.build_softmax(ctx.tensor(x), int(ctx.const(dim)), norm.result_dtype(ctx, dtype), log)
+        return norm.emit_built(ctx, built)
 
     return handle
 
@@ -466,7 +466,7 @@ def _layer_norm(
     cudnn_enable: Any = True,
 ) -> SSAValue:  # fmt: skip
     """`aten.layer_norm.default` (torch.export's training IR): as `F.layer_norm`."""
-    return norm._layer_norm(ctx, x, shape, weight, bias, eps)
+    return norm.layer_norm(ctx, x, shape, weight, bias, eps)
 
 
 # ---------------------------------------------------------------------- sizes

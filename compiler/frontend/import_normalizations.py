@@ -298,14 +298,14 @@ def build_cross_entropy(
     return ops, add(aten.DivOp(total, count))
 
 
-def _emit(ctx: Importer, built: Built) -> SSAValue:
+def emit_built(ctx: Importer, built: Built) -> SSAValue:
     ops, result = built
     for op in ops:
         ctx.add_op(op)
     return result
 
 
-def _dtype(ctx: Importer, dtype: Any) -> Attribute | None:
+def result_dtype(ctx: Importer, dtype: Any) -> Attribute | None:
     dt = ctx.const(dtype)
     if dt is None:
         return None
@@ -323,19 +323,19 @@ def _dim_list(d: Any) -> list[int] | None:
 # ---------------------------------------------------------------------- handlers
 
 
-def _extremum(cls: type[aten.ReductionOp]) -> Any:
+def extremum(cls: type[aten.ReductionOp]) -> Any:
     def handle(ctx: Importer, x: Any, dim: Any = (), keepdim: Any = False) -> SSAValue:
         dims = _dim_list(ctx.const(dim))
-        return _emit(ctx, build_reduction(cls, ctx.tensor(x), dims, bool(ctx.const(keepdim))))
+        return emit_built(ctx, build_reduction(cls, ctx.tensor(x), dims, bool(ctx.const(keepdim))))
 
     return handle
 
 
-register(torch.amax, "amax")(_extremum(aten.AmaxOp))
-register(torch.amin, "amin")(_extremum(aten.AminOp))
+register(torch.amax, "amax")(extremum(aten.AmaxOp))
+register(torch.amin, "amin")(extremum(aten.AminOp))
 
 
-def _variance(cls: type[aten.ReductionOp]) -> Any:
+def variance(cls: type[aten.ReductionOp]) -> Any:
     def handle(
         ctx: Importer, x: Any, *args: Any, keepdim: Any = False, correction: Any = None,
         unbiased: Any = None, dim: Any = None,
@@ -356,13 +356,13 @@ def _variance(cls: type[aten.ReductionOp]) -> Any:
         dims = _dim_list(ctx.const(dim))
         v = ctx.tensor(x)
         built = build_reduction(cls, v, dims, bool(ctx.const(keepdim)), correction=corr)
-        return _emit(ctx, built)
+        return emit_built(ctx, built)
 
     return handle
 
 
-register(torch.var, "var")(_variance(aten.VarOp))
-register(torch.std, "std")(_variance(aten.StdOp))
+register(torch.var, "var")(variance(aten.VarOp))
+register(torch.std, "std")(variance(aten.StdOp))
 
 
 def _softmax(log: bool) -> Any:
@@ -374,7 +374,7 @@ def _softmax(log: bool) -> Any:
             dtype = _stacklevel
         if not isinstance(d, int):
             raise NotMapped("softmax without a dim")
-        return _emit(ctx, build_softmax(ctx.tensor(x), d, _dtype(ctx, dtype), log))
+        return emit_built(ctx, build_softmax(ctx.tensor(x), d, result_dtype(ctx, dtype), log))
 
     return handle
 
@@ -383,18 +383,18 @@ register(torch.softmax, F.softmax, "softmax")(_softmax(False))
 register(torch.log_softmax, F.log_softmax, "log_softmax")(_softmax(True))
 
 
-def _softmax_backward(log: bool) -> Any:
+def softmax_backward(log: bool) -> Any:
     def handle(ctx: Importer, grad: Any, output: Any, dim: Any, input_dtype: Any) -> SSAValue:
         g, out = ctx.tensor(grad), ctx.tensor(output)
         if inf.element_type(g.type) != inf.element_type(out.type):
             raise NotMapped("softmax backward across dtypes")
-        return _emit(ctx, build_softmax_backward(g, out, int(ctx.const(dim)), log))
+        return emit_built(ctx, build_softmax_backward(g, out, int(ctx.const(dim)), log))
 
     return handle
 
 
-register(torch._softmax_backward_data)(_softmax_backward(False))
-register(torch._log_softmax_backward_data)(_softmax_backward(True))
+register(torch._softmax_backward_data)(softmax_backward(False))
+register(torch._log_softmax_backward_data)(softmax_backward(True))
 
 
 @register(torch._softmax, torch._log_softmax)
@@ -402,11 +402,11 @@ def _aten_softmax(ctx: Importer, x: Any, dim: Any, half_to_float: Any) -> SSAVal
     """`aten._softmax(x, dim, half_to_float)`: a softmax, in f32 if `half_to_float`."""
     log = ctx.node.target is torch._log_softmax  # type: ignore[union-attr]
     dtype = inf.F32 if ctx.const(half_to_float) else None
-    return _emit(ctx, build_softmax(ctx.tensor(x), int(ctx.const(dim)), dtype, log))
+    return emit_built(ctx, build_softmax(ctx.tensor(x), int(ctx.const(dim)), dtype, log))
 
 
 @register(torch.native_layer_norm)
-def _native_layer_norm(
+def native_layer_norm(
     ctx: Importer, x: Any, normalized_shape: Any, weight: Any, bias: Any, eps: Any
 ) -> tuple[SSAValue, SSAValue, SSAValue]:
     shape = list(ctx.const(normalized_shape))
@@ -420,7 +420,7 @@ def _native_layer_norm(
 
 @register(torch.ops.aten.native_layer_norm_backward,
            torch.ops.aten.native_layer_norm_backward.default)  # fmt: skip
-def _native_layer_norm_backward(
+def native_layer_norm_backward(
     ctx: Importer, grad: Any, x: Any, normalized_shape: Any, mean: Any, rstd: Any,
     weight: Any, bias: Any, output_mask: Any,
 ) -> tuple[SSAValue | None, ...]:  # fmt: skip
@@ -442,7 +442,7 @@ def _native_layer_norm_backward(
 def _softmax_module(ctx: Importer, mod: nn.Softmax | nn.LogSoftmax, x: Any) -> SSAValue:
     if mod.dim is None:
         raise NotMapped("softmax without a dim")
-    return _emit(ctx, build_softmax(ctx.tensor(x), mod.dim, None, isinstance(mod, nn.LogSoftmax)))
+    return emit_built(ctx, build_softmax(ctx.tensor(x), mod.dim, None, isinstance(mod, nn.LogSoftmax)))
 
 
 def _optional(ctx: Importer, v: Any) -> SSAValue | None:
@@ -450,7 +450,7 @@ def _optional(ctx: Importer, v: Any) -> SSAValue | None:
 
 
 @register(F.layer_norm)
-def _layer_norm(
+def layer_norm(
     ctx: Importer, x: Any, normalized_shape: Any, weight: Any = None, bias: Any = None,
     eps: Any = 1e-5,
 ) -> SSAValue:  # fmt: skip
@@ -459,7 +459,7 @@ def _layer_norm(
     built = build_layer_norm(
         ctx.tensor(x), shape, _optional(ctx, weight), _optional(ctx, bias), float(ctx.const(eps))
     )
-    return _emit(ctx, built)
+    return emit_built(ctx, built)
 
 
 def _module_params(ctx: Importer, mod: nn.Module, *names: str) -> list[SSAValue | None]:
@@ -470,7 +470,7 @@ def _module_params(ctx: Importer, mod: nn.Module, *names: str) -> list[SSAValue 
 @register(nn.LayerNorm)
 def _layer_norm_module(ctx: Importer, mod: nn.LayerNorm, x: Any) -> SSAValue:
     w, b = _module_params(ctx, mod, "weight", "bias")
-    return _emit(ctx, build_layer_norm(ctx.tensor(x), list(mod.normalized_shape), w, b, mod.eps))
+    return emit_built(ctx, build_layer_norm(ctx.tensor(x), list(mod.normalized_shape), w, b, mod.eps))
 
 
 def _rms_eps(x: SSAValue, eps: Any) -> float:
@@ -493,7 +493,7 @@ if hasattr(F, "rms_norm"):
         if not inf.is_float(inf.element_type(v.type)):
             raise NotMapped("rms_norm of integers")
         built = build_rms_norm(v, rank, _optional(ctx, weight), _rms_eps(v, ctx.const(eps)))
-        return _emit(ctx, built)
+        return emit_built(ctx, built)
 
 
 if hasattr(nn, "RMSNorm"):
@@ -502,7 +502,7 @@ if hasattr(nn, "RMSNorm"):
     def _rms_norm_module(ctx: Importer, mod: nn.RMSNorm, x: Any) -> SSAValue:
         (w,) = _module_params(ctx, mod, "weight")
         v = ctx.tensor(x)
-        return _emit(ctx, build_rms_norm(v, len(mod.normalized_shape), w, _rms_eps(v, mod.eps)))
+        return emit_built(ctx, build_rms_norm(v, len(mod.normalized_shape), w, _rms_eps(v, mod.eps)))
 
 
 @register(F.batch_norm)
@@ -519,7 +519,7 @@ def _batch_norm(
         v, ctx.tensor(running_mean), ctx.tensor(running_var), _optional(ctx, weight),
         _optional(ctx, bias), float(ctx.const(eps)),
     )  # fmt: skip
-    return _emit(ctx, built)
+    return emit_built(ctx, built)
 
 
 @register(nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)
@@ -531,7 +531,7 @@ def _batch_norm_module(ctx: Importer, mod: nn.modules.batchnorm._BatchNorm, x: A
     v = ctx.tensor(x)
     if len(_shape(v)) < 2:
         raise NotMapped("batch_norm of a tensor without a channel dim")
-    return _emit(ctx, build_batch_norm_eval(v, rm, rv, w, b, mod.eps))
+    return emit_built(ctx, build_batch_norm_eval(v, rm, rv, w, b, mod.eps))
 
 
 @register(F.dropout, F.dropout1d, F.dropout2d, F.dropout3d, F.alpha_dropout, torch.dropout)
@@ -566,7 +566,7 @@ def _cross_entropy(
     red = ctx.const(reduction)
     if red not in ("mean", "sum", "none"):
         raise NotMapped(f"reduction {red!r}")
-    return _emit(ctx, build_cross_entropy(logits, t, int(ctx.const(ignore_index)), red))
+    return emit_built(ctx, build_cross_entropy(logits, t, int(ctx.const(ignore_index)), red))
 
 
 @register(nn.CrossEntropyLoss)
