@@ -26,7 +26,7 @@ _CHAIN_CHILD = textwrap.dedent(
     """
     import json, time, torch
     import fusec
-    from fusec.pipelines import compile_pipeline
+    from fusec.codegen.pipelines import compile_pipeline
     n, cap = {n}, {cap}
     def chain(x):
         for i in range(n):
@@ -49,7 +49,8 @@ _LSTM_CHILD = textwrap.dedent(
     import json, time
     t_imports = time.perf_counter()
     import torch, fusec
-    from fusec import codegen, llvm_jit
+    from fusec.codegen import kernel as codegen
+    from fusec.backends import llvm_jit
     t_imported = time.perf_counter()
     spent = {{"kernel_llvm_ir": 0.0, "optimize_for_host": 0.0, "jit": 0.0}}
     def timed(mod, name, key):

@@ -19,7 +19,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from fusec.codegen import build_kernel  # noqa: E402
+from fusec.codegen.kernel import build_kernel  # noqa: E402
 from fusec.runtime.cpu import load_kernel, num_threads  # noqa: E402
 from test_codegen import lstm_body, lstm_eager, make_group  # noqa: E402
 

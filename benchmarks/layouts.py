@@ -1,5 +1,5 @@
 """Operand layouts that defeat the plain CPU loop nest: one kernel per case, run
-as the plain kernel and as its tiled variant (`fusec.codegen.TILED_CPU`, what
+as the plain kernel and as its tiled variant (`fusec.codegen.kernel.TILED_CPU`, what
 the launch plan switches to for such layouts), against eager PyTorch, in one run.
 
     python benchmarks/layouts.py [--sizes 16,20,24] [--threads N] [--cpu-time]
@@ -26,7 +26,7 @@ from typing import Any
 import compile_bench  # the same timing loop as the whole-graph benchmark
 import torch
 from compile_bench import bench
-from fusec.codegen import TILED_CPU, build_kernel
+from fusec.codegen.kernel import TILED_CPU, build_kernel
 from fusec.runtime import cpu
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))

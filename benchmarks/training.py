@@ -43,7 +43,7 @@ from typing import Any
 
 import fusec
 import torch
-from fusec.training import clear_compiled_graphs, compiled_graphs
+from fusec.api.training import clear_compiled_graphs, compiled_graphs
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 from training_models import make_gpt2, make_lstm, make_mlp  # noqa: E402

@@ -10,7 +10,7 @@
 
 The public names import torch lazily, so `fusec-opt` (which imports this package)
 stays fast. `torch.compile(..., backend="fusec")` finds the backend through the
-`torch_dynamo_backends` entry point (`fusec.backend:fusec_backend`), so it works
+`torch_dynamo_backends` entry point (`fusec.api.backend:fusec_backend`), so it works
 without importing fusec first.
 """
 
@@ -50,7 +50,7 @@ def compile(graph: Any, example_inputs: Any = None, **options: Any) -> Any:
         runs eagerly, with one warning.
     pipeline: str | None = None
         The pass pipeline to run after import (a `fusec-opt -p` string); None is
-        `fusec.pipelines.compile_pipeline(device)`: the `--fuse` pipeline, then
+        `fusec.codegen.pipelines.compile_pipeline(device)`: the `--fuse` pipeline, then
         `guard` for the inputs' device. E.g. "...,fuse{arg-limit=32},...".
     target: str = "cpu"
         Kernel target for CPU inputs ("cpu"); an "sm_XX" value asks for GPU
@@ -96,8 +96,8 @@ def explain(
     `print(report)`; `report.save_html("fusion.html")` draws the fusion graph.
     `backend="torch.compile"` reports every graph Dynamo hands over; `options` are
     `fusec.compile`'s. `profile=True` adds the time of each kernel and each op
-    run through PyTorch (`report.profiles`). See `fusec.explanation.explain`."""
-    from fusec.explanation import explain as _explain
+    run through PyTorch (`report.profiles`). See `fusec.api.explain.explain`."""
+    from fusec.api.explain import explain as _explain
 
     return _explain(fn_or_module, *example_inputs, backend=backend, profile=profile, **options)
 
@@ -105,8 +105,8 @@ def explain(
 def set_logs(spec: str | None = None, **channels: Any) -> None:
     """Turn log channels on: `fusec.set_logs(fusion=True, guards=True)` or
     `fusec.set_logs("fusion,kernels")`, as `FUSEC_LOGS=...`. Channels: fusion,
-    guards, recompiles, kernels, cache (or all). See `fusec.logs`."""
-    from fusec.logs import set_logs as _set_logs
+    guards, recompiles, kernels, cache (or all). See `fusec.observability.logs`."""
+    from fusec.observability.logs import set_logs as _set_logs
 
     _set_logs(spec, **channels)
 
@@ -114,7 +114,7 @@ def set_logs(spec: str | None = None, **channels: Any) -> None:
 def dynamo_graphs() -> list[Any]:
     """The `CompiledFunction`s of the graphs `torch.compile(..., backend="fusec")`
     handed over (still alive), oldest first; each has `launches_per_call`."""
-    from fusec.backend import dynamo_graphs as _dynamo_graphs
+    from fusec.api.backend import dynamo_graphs as _dynamo_graphs
 
     return _dynamo_graphs()
 
@@ -131,7 +131,7 @@ def import_graph(fn_or_module: Any, example_inputs: Any = None) -> Any:
     """The `aten`-dialect `ModuleOp` of a function, module, GraphModule (torch- or
     ATen-level) or `torch.export.ExportedProgram` on `example_inputs` (for an
     ExportedProgram, its own example inputs by default)."""
-    from fusec.exported import import_exported, is_exported_program
+    from fusec.api.exported import import_exported, is_exported_program
     from fusec.frontend.importer import import_graph as _import_graph
 
     if is_exported_program(fn_or_module):

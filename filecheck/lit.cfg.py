@@ -19,7 +19,7 @@ for tool in ("fusec-opt", "filecheck"):
         lit_config.fatal(f"'{tool}' is not on PATH: install fusec with its dev extra")  # noqa: F821
 # `REQUIRES: cuda-toolchain`: PTX tests need libdevice (fusec's `cuda` extra).
 try:
-    from fusec.cuda_toolchain import find_toolchain
+    from fusec.backends.cuda_toolchain import find_toolchain
 
     if find_toolchain().libdevice is not None:
         config.available_features.add("cuda-toolchain")  # noqa: F821

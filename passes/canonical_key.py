@@ -1,6 +1,6 @@
 """`print-canonical-keys`: annotate each `fusion.group` with its canonical key.
 
-The key (`fusec.canonical.canonical_key`) is the sha256 of the group renamed and
+The key (`fusec.passes.canonical.canonical_key`) is the sha256 of the group renamed and
 stripped of sizes, so alpha-equivalent groups get the same `fusion.key`:
 
     %r = fusion.group (%x = %a) : (tensor<4xf32>) -> (tensor<4xf32>) { ... }
@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from fusec.canonical import KEY_ATTR, canonical_key
 from fusec.dialects.fusion import GroupOp
+from fusec.passes.canonical import KEY_ATTR, canonical_key
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.passes import ModulePass

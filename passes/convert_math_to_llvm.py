@@ -13,7 +13,7 @@ targets. The transcendental ones differ:
   `{fusec.sincos_range = "fast"}` (by `sincos-fast-path`) gets the short
   Cody-Waite reduction only.
 - `nvptx`: calls to libdevice (`__nv_expf`, `__nv_tanh`, ...), declared here as
-  external `llvm.func`s; `fusec.ptx.emit_ptx` links libdevice in.
+  external `llvm.func`s; `fusec.backends.ptx.emit_ptx` links libdevice in.
 
 Vector-typed math ops are left alone (the expansions work on scalars; LLVM's
 vectorizer widens the scalar loop).

@@ -37,7 +37,7 @@ body then reads every such operand from its buffer at constant strides
     }
 
 The tiled version multiplies the kernel's compile time, so it is a variant of
-its own (`tile`, `fusec.codegen.TILED_CPU`) that the runtime builds only when a
+its own (`tile`, `fusec.codegen.kernel.TILED_CPU`) that the runtime builds only when a
 launch has such a layout (`fusec.runtime.cpu`); kernels none of whose operands
 has a runtime inner stride have the plain nest only even then.
 """

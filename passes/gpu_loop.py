@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from fusec.passes.cpu_loop_nest import _element_bytes
-from fusec.passes.lower_group_to_loops import INDEX, _Emitter
+from fusec.passes.loop_lowering import INDEX, _Emitter
 from xdsl.dialects import arith, builtin, llvm, memref, scf
 from xdsl.dialects.builtin import IntegerAttr, IntegerType
 from xdsl.ir import Block, Operation, SSAValue

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from fusec.dialects.inference import BOOL, F32, F64
-from fusec.passes.lower_group_to_loops import INDEX, _Emitter
+from fusec.passes.loop_lowering import INDEX, _Emitter
 from xdsl.dialects import arith, llvm, scf
 from xdsl.dialects.builtin import IntegerType
 from xdsl.ir import Block, SSAValue

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 from fusec.dialects import aten
 from fusec.dialects.inference import BOOL
-from fusec.passes.lower_group_to_loops import (
+from fusec.passes.loop_lowering import (
     _VIEW_OPS,
     DYN,
     KernelSignature,

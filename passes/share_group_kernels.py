@@ -65,9 +65,9 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from fusec.canonical import canonical_text, canonical_text_and_names
 from fusec.dialects.aten import AddOp, MulOp, NegOp, SubOp
 from fusec.dialects.fusion import GroupOp, YieldOp, ZerosLikeOp
+from fusec.passes.canonical import canonical_text, canonical_text_and_names
 from fusec.passes.fusion_utils import DEFAULT_ARG_LIMIT
 from xdsl.context import Context
 from xdsl.dialects import func

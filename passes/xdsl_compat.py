@@ -63,7 +63,7 @@ class LinearLexer(MLIRLexer):
 def llvm_intrinsic_names() -> dict[type[Operation], str]:
     """The `llvm.intr.*` op classes xDSL translates to intrinsic calls, with the
     intrinsic's unmangled name (`llvm.copysign`): fusec calls them by their
-    mangled name instead (`fusec.codegen._mangle_intrinsics`)."""
+    mangled name instead (`fusec.codegen.kernel._mangle_intrinsics`)."""
     from xdsl.backend.llvm import convert_op  # imports llvmlite: only when translating
 
     return {

@@ -28,6 +28,12 @@ file lock per key (`fusec.runtime.file_lock`) makes concurrent processes build a
 kernel once, and a lock per key does the same for threads. A lock held longer than `lock_timeout` seconds
 (`$FUSEC_CACHE_LOCK_TIMEOUT`, default 5) is logged and the kernel is compiled
 without the disk cache; `.tmp` files of killed writers are removed.
+
+The cache reads no IR: what it asks about a group (build its kernel, its
+canonical digest, its operand types, its text) goes to the `KernelBuilder` the
+compiler installs (`set_kernel_builder`; `fusec.codegen` installs one when it is
+imported), so the runtime imports only itself and `fusec.backends`, and a
+warm-started program runs without xDSL.
 """
 
 from __future__ import annotations
@@ -41,9 +47,10 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from fusec.runtime import cache_dirs, env
+from fusec.runtime.cache_dirs import default_cache_dir
 from fusec.runtime.cache_eviction import note_write, touch
 from fusec.runtime.entries import (
     CorruptEntry,
@@ -56,9 +63,11 @@ from fusec.runtime.entries import (
 )
 from fusec.runtime.kernel_signature import TILED_CPU
 from fusec.runtime.kernel_table import KernelTable
+from fusec.runtime.program_cache import package_version
 
 __all__ = [
     "CorruptEntry",
+    "KernelBuilder",
     "KernelCache",
     "cache_stats",
     "decode_entry",
@@ -66,6 +75,7 @@ __all__ = [
     "encode_entry",
     "read_entry",
     "reset",
+    "set_kernel_builder",
     "source_fingerprint",
     "write_atomic",
     "write_entry",
@@ -86,19 +96,52 @@ Loader = Callable[[Any], Any]
 """artifact -> a kernel: `kernel(inputs) -> outputs`."""
 
 
-def default_cache_dir() -> Path:
-    configured = env.cache_dir()
-    if configured:
-        return Path(configured)
-    import platformdirs
+class KernelBuilder(Protocol):
+    """What the cache asks the compiler about a `fusion.group`. The runtime
+    imports no compiler module: the codegen layer installs its builder
+    (`fusec.codegen.kernel_builder`) with `set_kernel_builder` on import."""
 
-    return Path(platformdirs.user_cache_dir("fusec"))
+    def build(self, group: GroupOp, target: str) -> Any:
+        """The group's `KernelArtifact` for `target` ("cpu", `TILED_CPU`, "sm_XX")."""
+        ...
+
+    def digest(self, group: GroupOp) -> str:
+        """The sha256 of the group's canonical form (equal for alpha-equivalent groups)."""
+        ...
+
+    def operand_types(self, group: GroupOp) -> tuple[tuple[str, ...], int]:
+        """(each body argument's type as IR text, `tensor<4x3xf32>` or `f32`;
+        the number of the group's results)."""
+        ...
+
+    def text(self, group: GroupOp) -> str:
+        """The group as text that `parse` reads back (kept in a CPU kernel's entry)."""
+        ...
+
+    def parse(self, text: str) -> GroupOp | None:
+        """The group of a `text`, or None when the text does not parse to one."""
+        ...
+
+
+_kernel_builder: KernelBuilder | None = None
+
+
+def set_kernel_builder(builder: KernelBuilder) -> None:
+    """Install the compiler's answers to the cache's questions about groups."""
+    global _kernel_builder
+    _kernel_builder = builder
+
+
+def kernel_builder() -> KernelBuilder:
+    """The installed `KernelBuilder`: a cache handed a group was handed it by the
+    compiler, which installed one first."""
+    if _kernel_builder is None:
+        raise RuntimeError("fusec: no kernel builder installed (import fusec.codegen first)")
+    return _kernel_builder
 
 
 def _default_builder(group: GroupOp, target: str) -> Any:
-    from fusec.codegen import build_kernel
-
-    return build_kernel(group, target=target)
+    return kernel_builder().build(group, target)
 
 
 def _default_loader(artifact: Any) -> Any:
@@ -114,12 +157,11 @@ def _default_loader(artifact: Any) -> Any:
 
 _FINGERPRINT_PACKAGES = ("fusec.dialects", "fusec.passes")
 _FINGERPRINT_MODULES = (
-    "fusec.canonical",
-    "fusec.codegen",
-    "fusec.cuda_toolchain",
-    "fusec.llvm_jit",
-    "fusec.ptx",
-    "fusec.torch_ops",
+    "fusec.codegen.kernel",
+    "fusec.backends.cuda_toolchain",
+    "fusec.backends.llvm_jit",
+    "fusec.backends.ptx",
+    "fusec.codegen.torch_ops",
     "fusec.runtime.cache",
     "fusec.runtime.entries",
     "fusec.runtime.operands",
@@ -138,45 +180,12 @@ def fingerprint_sources() -> list[Path]:
     for name in _FINGERPRINT_PACKAGES:
         spec = importlib.util.find_spec(name)
         for d in (spec.submodule_search_locations or []) if spec else []:
-            files += sorted(Path(d).glob("*.py"))
+            files += sorted(Path(d).rglob("*.py"))
     for name in _FINGERPRINT_MODULES:
         spec = importlib.util.find_spec(name)
         if spec is not None and spec.origin is not None:
             files.append(Path(spec.origin))
     return files
-
-
-def package_version(dist: str) -> str:
-    """The version of an installed package that is also a module of that name:
-    its `__version__` when it is imported and has one, else the version in the
-    name of its `.dist-info` directory next to it, else its distribution metadata,
-    else "unknown". Nothing is imported (a warm start must not import xDSL) and
-    `importlib.metadata` is the last resort: it scans every distribution on
-    sys.path, tens of ms on a warm start's path."""
-    import importlib.util
-    import sys
-
-    v = getattr(sys.modules.get(dist), "__version__", None)
-    if isinstance(v, str):
-        return v
-    try:
-        spec = importlib.util.find_spec(dist)
-    except (ImportError, ValueError):
-        spec = None
-    if spec is not None and spec.origin is not None:
-        site = Path(spec.origin).parent.parent
-        found = sorted(site.glob(f"{dist}-*.dist-info"))
-        if len(found) == 1:
-            return found[0].name[len(dist) + 1 : -len(".dist-info")]
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version(dist)
-    except PackageNotFoundError:
-        return "unknown"
-
-
-_version = package_version
 
 
 def fingerprint_versions() -> list[str]:
@@ -188,8 +197,8 @@ def fingerprint_versions() -> list[str]:
     return [
         f"format {FORMAT_VERSION}",
         f"fusec {fusec.__version__}",
-        f"xdsl {_version('xdsl')}",
-        f"llvmlite {_version('llvmlite')}",
+        f"xdsl {package_version('xdsl')}",
+        f"llvmlite {package_version('llvmlite')}",
         f"llvm {llvm.llvm_version_info}",
         f"host {llvm.get_host_cpu_name()} {llvm.get_host_cpu_features().flatten()}",
     ]
@@ -222,11 +231,8 @@ _source_fingerprint = source_fingerprint
 
 
 def codegen_available() -> bool:
-    import importlib.util
-
-    return all(
-        importlib.util.find_spec(n) is not None for n in ("fusec.codegen", "fusec.runtime.cpu")
-    )
+    """Whether the compiler installed its `KernelBuilder`."""
+    return _kernel_builder is not None
 
 
 # ---------------------------------------------------------------------- artifacts as data
@@ -290,41 +296,6 @@ def artifact_header(key: str, fingerprint: str, artifact: Any) -> dict[str, Any]
     }
 
 
-def group_text(group: GroupOp) -> str:
-    """`group` as a module that parses on its own (`group_from_text`): a
-    function whose arguments stand for the group's operands. What a CPU
-    kernel's entry keeps, so that a process that loads the kernel by key can
-    build its tiled variant (`fusec.codegen.TILED_CPU`) on first need."""
-    from fusec.dialects.fusion import GroupOp
-    from fusec.ir_text import generic_text
-    from xdsl.dialects import func
-    from xdsl.dialects.builtin import ModuleOp
-    from xdsl.ir import Block, Region
-
-    block = Block(arg_types=[v.type for v in group.operands])
-    # A new group over the function's arguments with a copy of the body: the body
-    # is isolated from above, so nothing in it refers to the old operands.
-    clone = GroupOp(list(block.args), list(group.result_types), group.body.clone())
-    clone.attributes.update(group.attributes)
-    block.add_ops([clone, func.ReturnOp(*clone.results)])
-    types = ([v.type for v in group.operands], list(group.result_types))
-    fn = func.FuncOp("group", types, Region(block))
-    return generic_text(ModuleOp([fn]))
-
-
-def group_from_text(text: str) -> GroupOp | None:
-    """The group of a `group_text`, or None when the text does not parse to one."""
-    from fusec.api.compile_steps import context as _context
-    from fusec.dialects.fusion import GroupOp
-    from xdsl.parser import Parser
-
-    try:
-        module = Parser(_context(), text).parse_module()
-    except Exception:  # noqa: BLE001 - a damaged entry's text: no variant, not an error
-        return None
-    return next((op for op in module.walk() if isinstance(op, GroupOp)), None)
-
-
 def artifact_from_entry(header: dict[str, Any], payload: bytes) -> Any:
     """The `KernelArtifact` of a validated entry (its code is the payload)."""
     from fusec.runtime.kernel_signature import KernelArtifact, KernelSignature
@@ -357,15 +328,14 @@ def check_artifact(artifact: Any, group: GroupOp | None, target: str) -> None:
         raise CorruptEntry(str(e)) from None
     if group is None:
         return
-    from fusec.passes.lower_group_to_loops import dtype_name
-
     sig = artifact.signature
-    inputs = tuple(_shape_free(dtype_name(a.type)) for a in group.body.block.args)
+    types, n_results = kernel_builder().operand_types(group)
+    inputs = tuple(_shape_free(t) for t in types)
     if tuple(_shape_free(str(t)) for t in sig.inputs) != inputs:
         raise CorruptEntry(f"signature inputs {sig.inputs} do not match the group's {inputs}")
     results = len(sig.outputs) - sum(len(ex.parts) for ex in sig.exits) + len(sig.exits)
-    if results != len(group.outputs):
-        raise CorruptEntry(f"signature has {results} results, the group {len(group.outputs)}")
+    if results != n_results:
+        raise CorruptEntry(f"signature has {results} results, the group {n_results}")
 
 
 def tiled_key(key: str) -> str:
@@ -434,9 +404,7 @@ class KernelCache:
     def key(self, group: GroupOp, target: str = "cpu") -> str:
         if target == TILED_CPU:
             return tiled_key(self.key(group))
-        from fusec.canonical import canonical_key
-
-        digest = canonical_key(group).digest
+        digest = kernel_builder().digest(group)
         parts = (digest, target, self.fingerprint, FORMAT_VERSION)
         return hashlib.sha256("|".join(map(str, parts)).encode()).hexdigest()
 
@@ -521,7 +489,7 @@ class KernelCache:
         """The tiled variant of the CPU kernel keyed `key`, wanted by a warm-started
         program (kernels by key, no groups): from its disk entry if an earlier
         process built it, else built from the group text the kernel's entry
-        keeps (`group_text`), or None when there is neither."""
+        keeps (`KernelBuilder.text`), or None when there is neither."""
         variant = self.kernel_by_key(tiled_key(key), TILED_CPU)
         if variant is not None:
             return variant
@@ -531,7 +499,7 @@ class KernelCache:
         except CorruptEntry:
             entry = None
         text = None if entry is None else entry[0].get("group")
-        group = None if not isinstance(text, str) else group_from_text(text)
+        group = None if not isinstance(text, str) else kernel_builder().parse(text)
         if group is None or self.key(group) != key:
             return None
         return self.kernel_for(group, TILED_CPU)
@@ -656,7 +624,7 @@ class KernelCache:
             assert self.fingerprint is not None
             header = artifact_header(key, self.fingerprint, artifact)
             if target == "cpu":
-                header["group"] = group_text(group)
+                header["group"] = kernel_builder().text(group)
             try:
                 write_entry(path, header, artifact.code, self._secret)
                 with self._lock:

@@ -25,6 +25,8 @@ import tempfile
 import threading
 from pathlib import Path
 
+from fusec.runtime import env
+
 log = logging.getLogger("fusec")
 
 SECRET_NAME = "secret"
@@ -160,3 +162,13 @@ def secret(root: Path, _retry: bool = True) -> bytes:
         raise PermissionError(f"cache secret {path}: {why}")
     with _lock:
         return _secrets.setdefault(name, value)
+
+
+def default_cache_dir() -> Path:
+    """`$FUSEC_CACHE_DIR`, else the user cache dir (`platformdirs`)."""
+    configured = env.cache_dir()
+    if configured:
+        return Path(configured)
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("fusec"))

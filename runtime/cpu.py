@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-from fusec.llvm_jit import JitModule
+from fusec.backends.llvm_jit import JitModule
 from fusec.runtime import cpu_pool, parallel_launch
 from fusec.runtime.kernel_signature import KernelArtifact, KernelSignature
 from fusec.runtime.operands import (
@@ -229,7 +229,7 @@ class CpuKernel:
         """The plans as flat tuples, for the generated fast path."""
         self._generated = False
         self.tiled_variant: Callable[[], CpuKernel | None] | None = None
-        """Gets the kernel's tiled variant (`fusec.codegen.TILED_CPU`, through the
+        """Gets the kernel's tiled variant (`fusec.codegen.kernel.TILED_CPU`, through the
         kernel cache, which sets this); None: there is none to get."""
         self._tiled: CpuKernel | None = None
         self._tiles_lock = threading.Lock()

@@ -4,7 +4,7 @@
     outs = kernel(inputs)                   # on the inputs' device, PyTorch's current stream
 
 A `KernelArtifact` for "sm_XX" holds PTX (see `KernelSignature` for its launch
-ABI). `CudaKernel` assembles it to a cubin once (`fusec.ptx.assemble_ptx`,
+ABI). `CudaKernel` assembles it to a cubin once (`fusec.backends.ptx.assemble_ptx`,
 nvJitLink), loads a module per device lazily into that device's primary context
 (the one PyTorch uses) and launches a 1-D grid sized from the element count and
 the device's properties:
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-from fusec.codegen import KernelArtifact, KernelSignature, is_gpu_target
+from fusec.runtime.kernel_signature import KernelArtifact, KernelSignature, is_gpu_target
 from fusec.runtime.operands import (
     MAX_PLANS,
     broadcast_strides,
@@ -419,7 +419,7 @@ class CudaKernel:
     first use there). Call it with the group's inputs (on one CUDA device)."""
 
     def __init__(self, artifact: KernelArtifact):
-        from fusec.ptx import assemble_ptx
+        from fusec.backends.ptx import assemble_ptx
 
         if not is_gpu_target(artifact.target):
             raise ValueError(f"CudaKernel: '{artifact.target}' is not an sm_XX target")
@@ -686,7 +686,7 @@ def gpu_unusable_reason(device: int) -> str | None:
         props = device_props(device)
     except CudaError as e:
         return str(e)
-    from fusec.cuda_toolchain import CudaToolchainError, find_toolchain
+    from fusec.backends.cuda_toolchain import CudaToolchainError, find_toolchain
 
     try:
         tc = find_toolchain()
@@ -696,76 +696,3 @@ def gpu_unusable_reason(device: int) -> str | None:
         return str(e)
     log.debug("fusec: cuda:%d is %s with %d SMs", device, props.arch, props.sm_count)
     return None
-
-
-class _TorchGroup:
-    """A group's body run through PyTorch (built on first use): what a GPU
-    kernel does instead when called with inputs that are not on one device."""
-
-    def __init__(self, group: Any):
-        self.group = group
-        self.program: Callable[[Sequence[Any]], Sequence[Any]] | None = None
-
-    def __call__(self, inputs: Sequence[Any]) -> Sequence[Any]:
-        if self.program is None:
-            self.program = group_program(self.group)
-        return self.program(inputs)
-
-
-def group_program(group: Any) -> Callable[[Sequence[Any]], Sequence[Any]]:
-    """The host program of a `fusion.group`'s body, every op through PyTorch."""
-    from fusec.runtime.program import UnsupportedProgram, build_program, no_kernels
-    from xdsl.dialects import func
-    from xdsl.dialects.builtin import FunctionType
-
-    region = group.body.clone()
-    block = region.block
-    term = block.last_op
-    assert term is not None
-    block.insert_op_before(func.ReturnOp(*term.operands), term)
-    block.erase_op(term)
-    fn = func.FuncOp(
-        "group", FunctionType.from_lists(block.arg_types, list(group.result_types)), region
-    )
-
-    def no_opaque(op: Any) -> Any:
-        raise UnsupportedProgram(f"{op.name} inside a fusion.group")
-
-    return build_program(fn, no_kernels, no_opaque)
-
-
-def gpu_kernel_provider(cache: Any, tensors: Sequence[torch.Tensor]) -> Callable[[Any], Any]:
-    """`fusec.compile`'s kernel provider for these (non-CPU) input tensors: GPU
-    kernels for the arch of their device when they are all on one CUDA device
-    and the driver and toolchain work; otherwise every group runs through PyTorch."""
-    # A 0-dim CPU tensor goes with CUDA ones in PyTorch (the RNG seed and offset
-    # that attention saves for its backward): it does not pick the device; a
-    # kernel that reads one runs through PyTorch (`CudaKernel.call`'s fallback).
-    on_device = [t for t in tensors if t.device.type != "cpu" or t.dim() > 0]
-    device = common_cuda_device(on_device)
-    if device is None:
-        where = sorted({str(t.device) for t in tensors})
-        log.info("fusec: inputs on %s: fused groups run through PyTorch", ", ".join(where))
-        return lambda group: None
-    reason = gpu_unusable_reason(device)
-    if reason is not None:
-        log.info(
-            "fusec: no GPU kernels on cuda:%d (%s); groups run through PyTorch", device, reason
-        )
-        return lambda group: None
-    arch = arch_of(device)
-
-    def provide(group: Any) -> Callable[[Sequence[Any]], Sequence[Any]] | None:
-        kernel = cache.kernel_for(group, arch)
-        if kernel is None:
-            return None
-        try:
-            kernel.function(device)  # load now: a driver error falls back at compile time
-        except CudaError as e:
-            log.warning(
-                "fusec: cannot load a kernel on cuda:%d (%s); it runs through PyTorch", device, e
-            )
-            return None
-        return functools.partial(kernel.call, fallback=_TorchGroup(group))
-
-    return provide

@@ -9,6 +9,7 @@ cache entry without importing xDSL.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -18,6 +19,13 @@ signature and results, plus a tiled loop nest for launches with a transposed or
 an expanded operand (`fusec.passes.cpu_loop_nest`). It doubles or triples the kernel's
 compile time, so the runtime builds it only for a layout that needs it (its
 artifact's target is "cpu": it runs as any CPU kernel)."""
+
+_GPU_ARCH = re.compile(r"sm_\d+[af]?")
+
+
+def is_gpu_target(target: str) -> bool:
+    """True for an NVIDIA architecture name ("sm_80", "sm_90a", ...)."""
+    return _GPU_ARCH.fullmatch(target) is not None
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ TORCH_DTYPES: dict[str, torch.dtype] = {
     "f64": torch.float64,
 }
 """Kernel signatures name dtypes as element type strings (`f32`, `i1`, ...), as
-the IR prints fusec's element types (`fusec.torch_ops.TORCH_DTYPES`; a test
+the IR prints fusec's element types (`fusec.codegen.torch_ops.TORCH_DTYPES`; a test
 checks that the two agree)."""
 
 

@@ -205,7 +205,7 @@ def launcher() -> RunChunks | None:
     if lib is None:
         return None
     import llvmlite.binding as llvm
-    from fusec.llvm_jit import JitModule
+    from fusec.backends.llvm_jit import JitModule
 
     for name in _GOMP_SYMBOLS:
         llvm.add_symbol(name, ctypes.cast(getattr(lib, name), ctypes.c_void_p).value)

@@ -1,6 +1,7 @@
 """The host program: a compiled `func.func` as a flat list of steps over slots.
 
-Building it walks the IR once; running it walks a Python list. Every SSA value
+Building it (`fusec.codegen.host_program.build_program`) walks the IR once;
+running it walks a Python list. Every SSA value
 gets a slot index, constants are preloaded, and each step is a callable with its
 operand and result slots resolved ahead of time:
 
@@ -13,7 +14,7 @@ operand and result slots resolved ahead of time:
 
 A `fusion.group` runs as its compiled kernel when there is one, and otherwise as a
 sub-program of its body through PyTorch; everything else runs through PyTorch
-(`fusec.torch_ops`), `aten.opaque` through its original fx target.
+(`fusec.runtime.torch_steps`), `aten.opaque` through its original fx target.
 
 Guarded groups (the `guard` pass) run as the IR says: `fusion.guard` is a check
 of each tensor's dtype, rank, size-1 dims, layout and device against values
@@ -31,35 +32,23 @@ and the reason; its last failure is in `failed_guards`), and
 
 Each step keeps its `recipe`, what it was made from (an op's `OpInfo`, a guard's
 checks, a kernel's group), so `fusec.runtime.program_data` can write a program as
-data and make it again, in another process, with no IR: this module imports xDSL
-only where it reads IR (`build_program`), never to run or rebuild a program.
+data and make it again, in another process, with no IR. This module reads no
+IR and imports no xDSL (the runtime imports only the runtime and the backends);
+what reads IR is in `fusec.codegen.host_program`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
-if TYPE_CHECKING:
-    from fusec.dialects.aten import OpaqueOp
-    from fusec.dialects.fusion import GroupOp, GuardOp
-    from xdsl.dialects import arith, func, scf
-    from xdsl.ir import Block, Operation, Region, SSAValue
-
 log = logging.getLogger("fusec")
 guard_log = logging.getLogger("fusec.guards")
-
-KernelProvider = Callable[["GroupOp"], Callable[[Sequence[Any]], Sequence[Any]] | None]
-"""Returns a group's kernel (inputs in group order -> outputs), or None to run the
-group's body through PyTorch instead."""
-
-OpaqueProvider = Callable[["OpaqueOp"], Callable[..., tuple[Any, ...]]]
 
 
 class UnsupportedProgram(Exception):
@@ -133,7 +122,7 @@ class HostProgram:
             if step.kind == "if" and step.branches and step.branches[0].launches
         )
 
-    def guard_checks(self, index: int) -> tuple[_InputCheck, ...]:
+    def guard_checks(self, index: int) -> tuple[InputCheck, ...]:
         """What the guard step at `index` checks of each of its inputs."""
         return self.steps[index].fn.checks  # type: ignore[attr-defined]
 
@@ -164,114 +153,11 @@ class HostProgram:
         return "\n".join(lines)
 
 
-def _constant_value(op: arith.ConstantOp) -> Any:
-    from xdsl.dialects.builtin import FloatAttr, IntegerAttr
-
-    attr = op.value
-    if isinstance(attr, FloatAttr):
-        return float(attr.value.data)
-    if isinstance(attr, IntegerAttr):
-        width = getattr(attr.type, "width", None)
-        if width is not None and width.data == 1:
-            return bool(attr.value.data)
-        return int(attr.value.data)
-    raise UnsupportedProgram(f"constant {attr} is not a Python scalar")
-
-
 class RootHolder:
     """Whatever makes a program's steps: holds the top-level program, whose
     counters guard and if steps update, once it exists."""
 
     root: HostProgram | None = None
-
-
-class _Builder(RootHolder):
-    def __init__(self, kernels: KernelProvider, opaque: OpaqueProvider):
-        self.kernels = kernels
-        self.opaque = opaque
-
-    def build(
-        self,
-        block: Block,
-        returned: Sequence[SSAValue],
-        args: Sequence[SSAValue] | None = None,
-    ) -> HostProgram:
-        """The program of `block`; `args` (default: the block's arguments) are the
-        values it takes, e.g. what an `scf.if` region uses from outside."""
-        from fusec.dialects.fusion import YieldOp
-        from xdsl.dialects import arith, func, scf
-
-        slot: dict[SSAValue, int] = {}
-
-        def new(v: SSAValue) -> int:
-            slot[v] = len(slot)
-            return slot[v]
-
-        arg_slots = tuple(new(a) for a in (block.args if args is None else args))
-        consts: dict[int, Any] = {}
-        steps: list[Step] = []
-        for op in block.ops:
-            if isinstance(op, func.ReturnOp | YieldOp | scf.YieldOp):
-                break
-            if isinstance(op, arith.ConstantOp):
-                consts[new(op.result)] = _constant_value(op)
-                continue
-            branches: tuple[HostProgram, ...] = ()
-            if isinstance(op, scf.IfOp):
-                fn, ins, branches = self.if_step(op, slot)
-                kind, recipe = "if", ("if",)
-            else:
-                ins = tuple(slot[o] for o in op.operands)
-                fn, kind, recipe = self.step_fn(op)
-            outs = tuple(new(r) for r in op.results)
-            steps.append(Step(fn, ins, outs, (), kind, _step_name(op), branches, recipe))
-        return assemble(len(slot), arg_slots, consts, steps, tuple(slot[v] for v in returned))
-
-    def step_fn(self, op: Operation) -> tuple[Callable[..., Sequence[Any]], str, Any]:
-        """A step's function, kind and recipe."""
-        from fusec.dialects.aten import OpaqueOp
-        from fusec.dialects.fusion import GroupOp, GuardOp
-        from fusec.runtime.torch_steps import step_callable
-        from fusec.torch_ops import has_torch_callable, op_info
-
-        if isinstance(op, GroupOp):
-            kernel = self.kernels(op)
-            body_of = functools.partial(self.build, op.body.block, list(op.yield_op.values))
-            if kernel is not None:
-                return kernel_fn(kernel, body_of), "kernel", ("kernel", op, body_of)
-            body = body_of()
-            if body.launches:
-                raise UnsupportedProgram("a group nested in a group")
-            return group_fn(body), "group", ("group", body)
-        if isinstance(op, GuardOp):
-            checks = tuple(
-                _InputCheck.of(v.type, spec)
-                for v, spec in zip(op.inputs, op.specs.data, strict=True)
-            )
-            what = _guarded_name(op)
-            return guard_fn(checks, what, op, self), "guard", ("guard", checks, what)
-        if isinstance(op, OpaqueOp):
-            return self.opaque(op), "opaque", ("opaque", op.node and op.node.data)
-        if not has_torch_callable(op):
-            raise UnsupportedProgram(f"no eager PyTorch implementation for {op.name}")
-        info = op_info(op)
-        return step_callable(info), "torch", ("torch", info)
-
-    def if_step(
-        self, op: scf.IfOp, slot: dict[SSAValue, int]
-    ) -> tuple[Callable[..., Sequence[Any]], tuple[int, ...], tuple[HostProgram, ...]]:
-        if len(op.false_region.blocks) != 1:
-            raise UnsupportedProgram("scf.if without an else-region")
-        captured = _captures(op.true_region, op.false_region)
-        then, other = (
-            self.build(r.block, list(_yielded(r)), captured)
-            for r in (op.true_region, op.false_region)
-        )
-        return (
-            if_fn(then, other, self),
-            (slot[op.cond], *(slot[v] for v in captured)),
-            (then, other),
-        )
 
 
 def assemble(
@@ -329,7 +215,7 @@ def group_fn(body: HostProgram) -> Callable[..., Sequence[Any]]:
 
 
 def guard_fn(
-    checks: tuple[_InputCheck, ...], what: str, key: Any, holder: RootHolder
+    checks: tuple[InputCheck, ...], what: str, key: Any, holder: RootHolder
 ) -> Callable[..., tuple[bool]]:
     """A `fusion.guard` step: `checks` generated flat; a failure is counted on
     `holder.root` under `key` (its op) and logged naming `what`, its group."""
@@ -370,8 +256,9 @@ def if_fn(then: HostProgram, other: HostProgram, holder: RootHolder) -> Callable
 
 
 @dataclass(frozen=True)
-class _InputCheck:
-    """What one `fusion.guard` input must be, precomputed from its type and spec."""
+class InputCheck:
+    """What one `fusion.guard` input must be, precomputed from its type and spec
+    (`fusec.codegen.host_program.input_check`)."""
 
     dtype: Any
     ndim: int
@@ -381,24 +268,6 @@ class _InputCheck:
     device: str
     full_device: bool
     """Whether `device` names one device (`cuda:1`) rather than a type (`cuda`)."""
-
-    @staticmethod
-    def of(t: Any, spec: Any) -> _InputCheck:
-        from fusec.torch_ops import torch_dtype
-        from xdsl.dialects.builtin import TensorType
-
-        assert isinstance(t, TensorType)
-        rank = t.get_num_dims()
-        ones = set(spec.ones_dims)
-        device = spec.device.data
-        return _InputCheck(
-            torch_dtype(t),
-            rank,
-            tuple(d in ones for d in range(rank)),
-            spec.layout.data == "contiguous",
-            device,
-            ":" in device,
-        )
 
     def matches(self, x: Any) -> bool:
         return (
@@ -554,7 +423,7 @@ def _emit_steps(
 
 
 def _generate_guard(
-    checks: Sequence[_InputCheck], failed: Callable[..., tuple[bool]]
+    checks: Sequence[InputCheck], failed: Callable[..., tuple[bool]]
 ) -> Callable[..., tuple[bool]]:
     """A guard's checks as one generated function of its inputs: a flat run of
     `if`s over attribute reads (flat, since Python caps nesting at 100 levels and
@@ -596,83 +465,3 @@ def _device_test(x: str, device: str, full: bool) -> str:
     if full and device.startswith("cuda:") and device[5:].isdigit():
         return f"{x}.is_cuda and {x}.get_device() == {int(device[5:])}"
     return f"{'str(' + x + '.device)' if full else x + '.device.type'} == {device!r}"
-
-
-def _captures(*regions: Region) -> list[SSAValue]:
-    """Values the regions use but do not define, in order of first use."""
-    inside: set[SSAValue] = set()
-    used: dict[SSAValue, None] = {}
-    for region in regions:
-        for op in region.walk():
-            inside.update(op.results)
-            for r in op.regions:
-                for b in r.blocks:
-                    inside.update(b.args)
-        for b in region.blocks:
-            inside.update(b.args)
-    for region in regions:
-        for op in region.walk():
-            for v in op.operands:
-                if v not in inside:
-                    used.setdefault(v, None)
-    return list(used)
-
-
-def _yielded(region: Region) -> Sequence[SSAValue]:
-    from xdsl.dialects import scf
-
-    term = region.block.last_op
-    if not isinstance(term, scf.YieldOp):
-        raise UnsupportedProgram("scf.if region does not end with scf.yield")
-    return term.operands
-
-
-def _guarded_name(op: GuardOp) -> str:
-    from fusec.dialects.fusion import GroupOp
-    from xdsl.dialects import scf
-
-    for use in op.ok.uses:
-        user = use.operation
-        if isinstance(user, scf.IfOp):
-            for inner in user.true_region.block.ops:
-                if isinstance(inner, GroupOp):
-                    return _step_name(inner)
-    return "fusion.guard"
-
-
-def _step_name(op: Operation) -> str:
-    from fusec.dialects.aten import OpaqueOp
-    from fusec.dialects.fusion import GroupOp, YieldOp
-    from xdsl.dialects import scf
-
-    if isinstance(op, OpaqueOp):
-        return f"{op.target.data}"
-    if isinstance(op, GroupOp):
-        names = [o.name for o in op.body.block.ops if not isinstance(o, YieldOp)]
-        return "group[" + ",".join(n.removeprefix("aten.") for n in names) + "]"
-    if isinstance(op, scf.IfOp):
-        then = [o for o in op.true_region.block.ops if not isinstance(o, scf.YieldOp)]
-        return "if[" + ", ".join(_step_name(o) for o in then) + "]"
-    return op.name
-
-
-def build_program(
-    function: func.FuncOp,
-    kernels: KernelProvider,
-    opaque: OpaqueProvider,
-) -> HostProgram:
-    """The host program of `function`; groups get their kernels from `kernels`."""
-    from xdsl.dialects import func
-
-    block = function.body.block
-    ret = block.last_op
-    if not isinstance(ret, func.ReturnOp):
-        raise UnsupportedProgram("function does not end with func.return")
-    builder = _Builder(kernels, opaque)
-    program = builder.root = builder.build(block, list(ret.arguments))
-    return program
-
-
-def no_kernels(group: GroupOp) -> None:
-    """A kernel provider that runs every group through PyTorch."""
-    return None

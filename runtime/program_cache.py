@@ -10,7 +10,7 @@ module spares it the rest.
 - Objects: the machine code MCJIT makes from a kernel's optimized LLVM IR, keyed
   by the IR and the host target (cpu name, features, LLVM version). A hit is
   loaded instead of running LLVM's code generator again.
-- Hosts: a specialization's whole host program as data (`fusec.warm_start`),
+- Hosts: a specialization's whole host program as data (`fusec.api.warm_start`),
   keyed by the graph and its specialization. A hit needs no IR at all: no
   import, no pipeline, no parse, no xDSL.
 
@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -51,9 +52,7 @@ def cache_dir() -> Path:
     """Where entries live: `programs/` and `objects/` under the kernel cache's
     directory (`$FUSEC_CACHE_DIR` or the user cache dir), read at each use so a
     changed environment variable takes effect."""
-    from fusec.runtime.cache import default_cache_dir
-
-    return default_cache_dir()
+    return cache_dirs.default_cache_dir()
 
 
 @cache
@@ -61,17 +60,46 @@ def fingerprint() -> str:
     """Changes with any source that shapes compiled programs or machine code:
     every module of the fusec package, and the versions of xdsl, llvmlite, torch."""
     import fusec
-    from fusec.runtime.cache import package_version
 
     h = hashlib.sha256()
     root = Path(fusec.__file__).resolve().parent.parent
     for folder in ("compiler", "dialects", "passes", "runtime"):
         for path in sorted((root / folder).rglob("*.py")):
-            h.update(path.name.encode())
+            h.update(path.relative_to(root).as_posix().encode())
             h.update(path.read_bytes())
     for dist in ("xdsl", "llvmlite", "torch"):
         h.update(f"{dist}={package_version(dist)}".encode())
     return h.hexdigest()
+
+
+def package_version(dist: str) -> str:
+    """The version of an installed package that is also a module of that name:
+    its `__version__` when it is imported and has one, else the version in the
+    name of its `.dist-info` directory next to it, else its distribution metadata,
+    else "unknown". Nothing is imported (a warm start must not import xDSL) and
+    `importlib.metadata` is the last resort: it scans every distribution on
+    sys.path, tens of ms on a warm start's path."""
+    import importlib.util
+    import sys
+
+    v = getattr(sys.modules.get(dist), "__version__", None)
+    if isinstance(v, str):
+        return v
+    try:
+        spec = importlib.util.find_spec(dist)
+    except (ImportError, ValueError):
+        spec = None
+    if spec is not None and spec.origin is not None:
+        site = Path(spec.origin).parent.parent
+        found = sorted(site.glob(f"{dist}-*.dist-info"))
+        if len(found) == 1:
+            return found[0].name[len(dist) + 1 : -len(".dist-info")]
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(dist)
+    except PackageNotFoundError:
+        return "unknown"
 
 
 def digest(*parts: str | bytes) -> str:
@@ -231,18 +259,16 @@ def graph_key(
     return digest(*parts)
 
 
-def load_program(key: str, ctx: Any) -> Any | None:
-    """The cached module of `key`, parsed with `ctx`, or None (a miss, or text
-    that no longer parses: treated as a miss). It was verified before it was
-    stored and its checksum holds, so it is not verified again (a quarter of the
-    load time)."""
+def load_program(key: str, parse: Callable[[str], Any]) -> Any | None:
+    """The cached module of `key`, read by `parse` (the compiler's parser:
+    `fusec.codegen.ir_text.parse_module`), or None (a miss, or text that no
+    longer parses: treated as a miss). It was verified before it was stored and
+    its checksum holds, so it is not verified again (a quarter of the load time)."""
     entry = load("program", key)
     if entry is None:
         return None
-    from xdsl.parser import Parser
-
     try:
-        module = Parser(ctx, entry[1].decode()).parse_module()
+        module = parse(entry[1].decode())
     except Exception as e:  # noqa: BLE001 - any parse failure is a miss; the pipeline reruns
         log.debug("fusec: cached program %s does not parse: %s", key, e)
         return None

@@ -26,9 +26,9 @@ from typing import Any
 
 from fusec.runtime.program import (
     HostProgram,
+    InputCheck,
     RootHolder,
     Step,
-    _InputCheck,
     assemble,
     group_fn,
     guard_fn,
@@ -97,15 +97,15 @@ def _step_to_data(step: Step, kernel_key: KernelKey) -> dict[str, Any]:
     return d
 
 
-def _check_to_data(c: _InputCheck) -> list[Any]:
+def _check_to_data(c: InputCheck) -> list[Any]:
     return [dtype_name(c.dtype), c.ndim, list(c.ones), c.contiguous, c.device, c.full_device]
 
 
-def _check_from_data(d: Any) -> _InputCheck:
+def _check_from_data(d: Any) -> InputCheck:
     dtype, ndim, ones, contiguous, device, full = d
     if not isinstance(ndim, int) or len(ones) != ndim or not isinstance(device, str):
         raise NotData(f"bad guard check {d!r}")
-    return _InputCheck(
+    return InputCheck(
         DTYPE_BY_NAME[dtype],
         ndim,
         tuple(bool(o) for o in ones),

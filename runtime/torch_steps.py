@@ -3,7 +3,7 @@
 The host program runs every op it does not fuse through one of these. What an op's
 callable needs of the IR (its name, its properties, which operands are tensors,
 their ranks, its results' dtypes, a reshape's target sizes) is read once into an
-`OpInfo` (`fusec.torch_ops.op_info`); the callable is made from that alone, so a
+`OpInfo` (`fusec.codegen.torch_ops.op_info`); the callable is made from that alone, so a
 host program loaded from the warm-start cache makes the same callables from the
 same data without importing xDSL:
 

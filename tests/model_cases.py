@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-from fusec.backend import compile_graph
+from fusec.api.backend import compile_graph
 
 from tests.transformer_blocks import MLP, GPT2Block, LlamaBlock, LSTMCell, ViTBlock
 

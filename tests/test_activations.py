@@ -118,7 +118,7 @@ def test_backward_ops_fuse_in_training(name: str) -> None:
     pointwise ops with ATen's CPU formula: gradients as eager's, one kernel."""
     import copy
 
-    from fusec.training import clear_compiled_graphs, compiled_graphs
+    from fusec.api.training import clear_compiled_graphs, compiled_graphs
 
     torch.manual_seed(0)
     eager = nn.Sequential(nn.Linear(16, 16), ACTIVATIONS[name](), nn.Linear(16, 16))

@@ -222,7 +222,7 @@ def test_unknown_option_is_reported_and_ignored(caplog):
 
 
 def test_a_failing_backend_runs_the_graph_eagerly(monkeypatch, caplog):
-    import fusec.backend as backend_mod
+    import fusec.api.backend as backend_mod
 
     def broken(*args, **kwargs):
         raise RuntimeError("boom")

@@ -1,4 +1,4 @@
-"""What `torch.compile(backend="fusec")` hands Dynamo (`fusec.backend`): for a
+"""What `torch.compile(backend="fusec")` hands Dynamo (`fusec.api.backend`): for a
 graph of static shapes, whose calls Dynamo's guards hold to one specialization,
 `gm.forward` where fusec made no kernels and the program run without fusec's
 checks where it did; for symbolic sizes, the `CompiledFunction` with its checks.
@@ -9,8 +9,8 @@ from __future__ import annotations
 import fusec
 import pytest
 import torch
+from fusec.api.backend import compile_graph
 from fusec.api.compiled import CompiledFunction
-from fusec.backend import compile_graph
 
 
 class Recorder:
@@ -225,8 +225,8 @@ def test_functorch_transforms_go_through_aot_autograd(name: str) -> None:
     grad-tracking): compiled as they are, a kernel met a `BatchedTensorImpl`
     and the call fell back to eager with a warning. AOTAutograd traces through
     the transform to plain ATen ops, which fuse."""
-    from fusec.backend import runs_transform
-    from fusec.training import clear_compiled_graphs, compiled_graphs
+    from fusec.api.backend import runs_transform
+    from fusec.api.training import clear_compiled_graphs, compiled_graphs
 
     fn = TRANSFORMS[name]
     x, y = torch.randn(4, 64), torch.randn(4, 64)

@@ -4,9 +4,9 @@
 from __future__ import annotations
 
 import pytest
-from fusec.canonical import CanonicalKey, canonical_key
 from fusec.dialects.aten import Aten
 from fusec.dialects.fusion import Fusion, GroupOp
+from fusec.passes.canonical import CanonicalKey, canonical_key
 from fusec.passes.fuse import FusePass
 from xdsl.context import Context
 from xdsl.dialects.arith import Arith

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 
 import pytest
 import torch
-from fusec.codegen import build_kernel
+from fusec.codegen.kernel import build_kernel
 from fusec.dialects import aten
 from fusec.dialects import inference as inf
 from fusec.dialects.fusion import GroupOp, YieldOp
@@ -297,8 +297,8 @@ def test_large_kernel_has_no_vector_epilogue() -> None:
     """A kernel over `LARGE_KERNEL_LINES` gets no vector epilogue (half of its
     code generation time) and stays right on sizes that leave a remainder; the
     next small kernel is optimized exactly as before (the LLVM option is reset)."""
-    from fusec.codegen import kernel_llvm_ir
-    from fusec.llvm_jit import LARGE_KERNEL_LINES, optimize_for_host
+    from fusec.backends.llvm_jit import LARGE_KERNEL_LINES, optimize_for_host
+    from fusec.codegen.kernel import kernel_llvm_ir
 
     x = sample(torch.float32, (1000 + 13,))
 

@@ -19,10 +19,10 @@ from collections.abc import Callable
 
 import pytest
 import torch
-from fusec.codegen import KernelArtifact, build_gpu_kernels, build_kernel, kernel_llvm_ir
+from fusec.backends.ptx import assemble_ptx
+from fusec.codegen.kernel import KernelArtifact, build_gpu_kernels, build_kernel, kernel_llvm_ir
 from fusec.dialects import inference as inf
 from fusec.dialects.fusion import GroupOp
-from fusec.ptx import assemble_ptx
 from toolchains import cuda_toolchain_or_skip, sibling_test_module
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr, StringAttr, TensorType
 

@@ -10,8 +10,8 @@ from typing import Any
 import fusec
 import pytest
 import torch
-from fusec.codegen import KernelSignature, OperandSpec, OutputSpec
-from fusec.passes.lower_group_to_loops import CatExit
+from fusec.codegen.kernel import KernelSignature, OperandSpec, OutputSpec
+from fusec.runtime.kernel_signature import CatExit
 from fusec.runtime.operands import prepare
 from fusec.runtime.program import Step
 

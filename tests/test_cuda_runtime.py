@@ -23,9 +23,10 @@ import pytest
 import torch
 import torch.fx
 from fusec.api.compiled import run_pipeline
+from fusec.codegen import host_program
+from fusec.codegen.pipelines import compile_pipeline
 from fusec.dialects.fusion import GroupOp, GuardOp
 from fusec.frontend.importer import import_fx, trace
-from fusec.pipelines import compile_pipeline
 from fusec.runtime import cuda
 from fusec.runtime.cache import KernelCache
 from fusec.runtime.cudagraphs import (
@@ -285,7 +286,7 @@ def test_kernel_without_one_cuda_device_uses_its_fallback_or_says_why() -> None:
     inputs = group_args(group, [x, y, 0.5])
     with pytest.raises(cuda.CudaError, match="one CUDA device, got cpu, cpu"):
         kernel(inputs)
-    (got,) = kernel(inputs, cuda._TorchGroup(group))
+    (got,) = kernel(inputs, host_program._TorchGroup(group))
     torch.testing.assert_close(got, scaled_tail(x, y, 0.5))
 
 
@@ -310,7 +311,7 @@ def test_compile_pipeline_guards_for_an_indexed_device(device: str) -> None:
 
 def test_mixed_devices_get_no_gpu_kernels(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.INFO, logger="fusec"):
-        provide = cuda.gpu_kernel_provider(KernelCache(), [fake((2,), "cuda:0"), torch.ones(2)])
+        provide = host_program.gpu_kernel_provider(KernelCache(), [fake((2,), "cuda:0"), torch.ones(2)])
     assert provide(None) is None
     assert "inputs on cpu, cuda:0: fused groups run through PyTorch" in caplog.text
 
@@ -320,7 +321,7 @@ def test_a_zero_dim_cpu_tensor_does_not_pick_the_device(caplog: pytest.LogCaptur
     beside CUDA ones: the device is still the CUDA one (it was "cpu, cuda:0", and
     every backward group ran through PyTorch)."""
     with caplog.at_level(logging.INFO, logger="fusec"):
-        cuda.gpu_kernel_provider(KernelCache(), [fake((2,), "cuda:0"), torch.tensor(7)])
+        host_program.gpu_kernel_provider(KernelCache(), [fake((2,), "cuda:0"), torch.tensor(7)])
     assert "inputs on" not in caplog.text
 
 
@@ -382,7 +383,7 @@ def test_compile_on_cpu_inputs_still_uses_cpu_kernels() -> None:
     targets: list[str] = []
 
     def builder(group: GroupOp, target: str) -> Any:
-        from fusec.codegen import build_kernel
+        from fusec.codegen.kernel import build_kernel
 
         targets.append(target)
         return build_kernel(group, target)
@@ -550,7 +551,7 @@ def test_cpu_inputs_to_a_cuda_compiled_function() -> None:
     # A GPU kernel handed CPU tensors runs its group through PyTorch instead.
     (group,) = groups(pointwise_chain, xc, yc)
     kernel = KernelCache().kernel_for(group, cuda.arch_of(0))
-    (got,) = kernel(group_args(group, [x, y]), cuda._TorchGroup(group))
+    (got,) = kernel(group_args(group, [x, y]), host_program._TorchGroup(group))
     assert_same(got, pointwise_chain(x, y))
 
 

@@ -111,7 +111,7 @@ def test_double_tanh_to_half_runs():
 
 
 def test_module_calling_an_unresolvable_symbol_is_refused():
-    from fusec.llvm_jit import JitModule, UnresolvedSymbols
+    from fusec.backends.llvm_jit import JitModule, UnresolvedSymbols
 
     ir = (
         "declare double @fusec_no_such_function(double)\n"
@@ -127,7 +127,7 @@ def test_module_calling_an_unresolvable_symbol_is_refused():
 
 
 def test_kernel_that_cannot_load_falls_back_to_pytorch(monkeypatch):
-    from fusec import llvm_jit
+    from fusec.backends import llvm_jit
 
     monkeypatch.setattr(llvm_jit, "elf_undefined_symbols", lambda obj: ["__fusec_no_such_helper"])
     fn = lambda a: (a * 2 + 1).half()  # noqa: E731

@@ -21,7 +21,7 @@ from fusec.runtime.kernel_signature import CatExit, KernelSignature, OperandSpec
 
 def built_artifact(target: str = "cpu"):
     import fusec
-    from fusec.codegen import build_kernel
+    from fusec.codegen.kernel import build_kernel
     from fusec.dialects.fusion import GroupOp
 
     f = fusec.compile(lambda x, y: torch.sigmoid(x + y) * 2, use_kernels=False)
@@ -86,7 +86,7 @@ def test_a_signature_that_does_not_describe_the_code_is_refused():
 
 def host_object() -> bytes:
     import llvmlite.binding as llvm
-    from fusec.llvm_jit import _new_host_target_machine
+    from fusec.backends.llvm_jit import _new_host_target_machine
 
     mod = llvm.parse_assembly("define i32 @f(i32 %x) {\n  ret i32 %x\n}\n")
     return _new_host_target_machine().emit_object(mod)

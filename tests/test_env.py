@@ -154,7 +154,7 @@ def test_every_variable_is_read_in_env_only():
     readers = [
         str(p.relative_to(root))
         for folder in ("compiler", "runtime", "passes", "dialects")
-        for p in (root / folder).glob("*.py")
+        for p in (root / folder).rglob("*.py")
         if p.name != "env.py" and "FUSEC_" in p.read_text() and reads.search(p.read_text())
     ]
     assert readers == []

@@ -15,7 +15,7 @@ import fusec
 import pytest
 import torch
 from fusec.api.compiled import CompileOptions, FusionError
-from fusec.pipelines import compile_pipeline
+from fusec.codegen.pipelines import compile_pipeline
 from fusec.runtime.cache import KernelCache
 
 

@@ -370,7 +370,7 @@ def test_parameters_take_the_fast_path_as_tensors_do():
 def test_training_graphs_of_a_model_take_the_fast_path():
     """The forward and backward graphs of `torch.compile(mlp, backend="fusec")`
     run their programs without the full path after the first step."""
-    from fusec.training import clear_compiled_graphs, compiled_graphs
+    from fusec.api.training import clear_compiled_graphs, compiled_graphs
 
     torch._dynamo.reset()
     clear_compiled_graphs()

@@ -105,7 +105,7 @@ def test_gpt2_block_every_unfused_op_has_a_true_reason():
 def test_gpt2_reasons_agree_with_the_ir():
     """A barrier is not pointwise; a pointwise op with no partner has no pointwise
     producer or consumer (and no group) next to it in the final IR."""
-    from fusec.explanation import graph_report
+    from fusec.observability.explanation import graph_report
     from fusec.passes.fusion_utils import is_pointwise
 
     torch.manual_seed(0)

@@ -1,4 +1,4 @@
-"""The fusion graph's layered layout (`fusec.fusion_layout`): on the README
+"""The fusion graph's layered layout (`fusec.observability.fusion_layout`): on the README
 example, a GPT-style block and a stack of blocks past 200 ops, no two nodes
 overlap, every op sits inside its own group's box and outside every other,
 groups do not overlap, and an edge only runs through a group it enters or
@@ -11,7 +11,7 @@ import re
 
 import fusec
 import torch
-from fusec.fusion_layout import NODE_H, layout
+from fusec.observability.fusion_layout import NODE_H, layout
 from gpt2_block import Block
 from test_explain import readme_cell
 from torch import nn

@@ -19,9 +19,9 @@ from collections.abc import Callable
 import llvmlite.binding as llvm
 import pytest
 import torch
-from fusec.codegen import lower_to_llvm_dialect, translate_to_llvm_ir
+from fusec.backends.llvm_jit import host_target_machine, optimize_for_host
+from fusec.codegen.kernel import lower_to_llvm_dialect, translate_to_llvm_ir
 from fusec.dialects.aten import Aten
-from fusec.llvm_jit import host_target_machine, optimize_for_host
 from fusec.passes.lower_group_to_loops import build_loop_kernel
 from fusec.runtime.cuda import kernel_params
 from fusec.runtime.kernel_signature import KernelSignature

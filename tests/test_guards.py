@@ -12,10 +12,11 @@ import fusec
 import pytest
 import torch
 from fusec.api.compiled import run_pipeline
+from fusec.codegen.host_program import build_program
+from fusec.codegen.pipelines import FUSE_PIPELINE
 from fusec.frontend.importer import import_fx, trace
-from fusec.pipelines import FUSE_PIPELINE
 from fusec.runtime.cache import default_cache
-from fusec.runtime.program import HostProgram, build_program
+from fusec.runtime.program import HostProgram
 
 
 def pointwise(a: torch.Tensor, b: torch.Tensor, s: float) -> torch.Tensor:

@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 import torch
 import torch.nn.functional as F
+from fusec.codegen.torch_ops import TORCH_DTYPES
 from fusec.dialects import aten
 from fusec.dialects import inference as inf
-from fusec.torch_ops import TORCH_DTYPES
 from xdsl.dialects.builtin import IntegerAttr, StringAttr, TensorType
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.utils.exceptions import VerifyException

@@ -1,13 +1,12 @@
-"""The generic-format IR text fusec keeps for itself (`fusec.ir_text`)."""
+"""The generic-format IR text fusec keeps for itself (`fusec.codegen.ir_text`)."""
 
 from __future__ import annotations
 
 import torch
 from fusec.api.compile_steps import context as _context
 from fusec.api.compile_steps import run_pipeline
+from fusec.codegen.ir_text import generic_text, group_from_text, group_text
 from fusec.frontend.importer import import_fx, trace
-from fusec.ir_text import generic_text
-from fusec.runtime.cache import group_from_text, group_text
 from reference_models import lstm_tail
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.parser import Parser

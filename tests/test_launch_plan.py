@@ -7,7 +7,7 @@ from __future__ import annotations
 import fusec
 import pytest
 import torch
-from fusec.codegen import build_kernel
+from fusec.codegen.kernel import build_kernel
 from fusec.runtime import cpu
 
 from tests.test_codegen import make_group
@@ -131,7 +131,7 @@ def test_generated_host_code_frees_and_returns_like_eager():
 
 
 def test_vector_width_attribute_tags_every_definition():
-    from fusec.llvm_jit import _with_vector_width
+    from fusec.backends.llvm_jit import _with_vector_width
 
     ir = 'define void @"a"(i64 %".1")\n{\n  ret void\n}\ndefine void @b() {\n  ret void\n}\n'
     out = _with_vector_width(ir, 512)
@@ -141,7 +141,7 @@ def test_vector_width_attribute_tags_every_definition():
 
 
 @pytest.mark.skipif(
-    __import__("fusec.llvm_jit").llvm_jit.host_vector_width() is None, reason="no AVX-512 host"
+    __import__("fusec.backends.llvm_jit").llvm_jit.host_vector_width() is None, reason="no AVX-512 host"
 )
 def test_kernels_use_full_width_vectors_on_avx512():
     x, y = torch.randn(1000), torch.randn(1000)

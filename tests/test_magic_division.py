@@ -12,10 +12,10 @@ from collections.abc import Callable
 
 import llvmlite.binding as llvm
 import torch
-from fusec.codegen import lower_to_llvm_dialect, translate_to_llvm_ir
-from fusec.llvm_jit import host_target_machine, optimize_for_host
+from fusec.backends.llvm_jit import host_target_machine, optimize_for_host
+from fusec.codegen.kernel import lower_to_llvm_dialect, translate_to_llvm_ir
 from fusec.passes.gpu_loop import _magic_divisor, _magic_quotient
-from fusec.passes.lower_group_to_loops import INDEX, _Emitter
+from fusec.passes.loop_lowering import INDEX, _Emitter
 from xdsl.dialects import func, memref, scf
 from xdsl.dialects.builtin import DYNAMIC_INDEX, IntegerType, MemRefType, ModuleOp
 from xdsl.ir import Block, Region

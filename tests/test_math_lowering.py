@@ -17,7 +17,7 @@ import fusec
 import llvmlite.binding as llvm
 import pytest
 import torch
-from fusec.llvm_jit import host_target_machine
+from fusec.backends.llvm_jit import host_target_machine
 from fusec.passes.convert_math_to_llvm import ConvertMathToLLVMPass
 from fusec.passes.math_polynomials import SINCOS_FAST_MAX, SINCOS_FAST_MAX_F32
 from xdsl.backend.llvm.convert import convert_module

@@ -153,8 +153,8 @@ def test_a_verifier_failure_after_a_pass_is_located(tmp_path, monkeypatch, capsy
     """A pass that leaves invalid IR (here, the libdevice declarations put in the
     outermost module again, as before `enclosing_module`) is reported at the op
     that fails, or its closest located ancestor: the nested module."""
-    from fusec import opt
     from fusec.passes import convert_math_to_llvm
+    from fusec.tools import opt
 
     monkeypatch.setattr(
         convert_math_to_llvm, "enclosing_module", lambda op: op.get_toplevel_object()

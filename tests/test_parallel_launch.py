@@ -16,7 +16,7 @@ from pathlib import Path
 import fusec
 import pytest
 import torch
-from fusec.codegen import build_kernel
+from fusec.codegen.kernel import build_kernel
 from fusec.runtime import cpu, parallel_launch
 
 from tests.test_codegen import lstm_body, lstm_eager, make_group
@@ -388,7 +388,7 @@ _SMALL_TEAM = textwrap.dedent(
     assert parallel_launch.launcher() is not None
     cpu.num_threads = lambda: 4
     cpu.NATIVE_LAUNCH_NS = 1e-3
-    from fusec.codegen import build_kernel
+    from fusec.codegen.kernel import build_kernel
     from tests.test_codegen import lstm_body, lstm_eager, make_group
     x = torch.randn(3001)
     kernel = cpu.CpuKernel(build_kernel(make_group([x], lambda b, p: b.TanhOp(p))))

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 import torch
 import torch.fx
-from fusec.partition import fusec_partition, materialized, wasteful_recomputations
-from fusec.training import pointwise_decompositions
+from fusec.api.partition import fusec_partition, materialized, wasteful_recomputations
+from fusec.api.training import pointwise_decompositions
 from torch._functorch.aot_autograd import aot_function, make_boxed_func
 from torch._functorch.partitioners import _size_of, min_cut_rematerialization_partition
 from torch.fx.experimental.proxy_tensor import make_fx

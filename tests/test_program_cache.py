@@ -15,7 +15,7 @@ import fusec
 import pytest
 import torch
 from fusec.api import specializing
-from fusec.llvm_jit import JitModule
+from fusec.backends.llvm_jit import JitModule
 from fusec.runtime import entries, program_cache
 from reference_models import lstm_tail
 

@@ -11,14 +11,14 @@ from __future__ import annotations
 import re
 
 import pytest
-from fusec.cuda_toolchain import (
+from fusec.backends.cuda_toolchain import (
     CudaToolchain,
     CudaToolchainError,
     cuda_extra_installed,
     find_toolchain,
 )
+from fusec.backends.ptx import assemble_ptx, emit_ptx
 from fusec.passes.convert_math_to_llvm import ConvertMathToLLVMPass
-from fusec.ptx import assemble_ptx, emit_ptx
 from toolchains import cuda_toolchain_or_skip
 from xdsl.backend.llvm.convert import convert_module
 from xdsl.context import Context

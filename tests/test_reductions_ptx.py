@@ -8,12 +8,12 @@ from __future__ import annotations
 import re
 
 import pytest
-from fusec.codegen import build_gpu_kernels
+from fusec.backends.ptx import assemble_ptx
+from fusec.codegen.kernel import build_gpu_kernels
 from fusec.dialects.aten import Aten
 from fusec.dialects.fusion import Fusion, GroupOp
 from fusec.passes.decompose_reductions import DecomposeReductionsPass
 from fusec.passes.fuse import FusePass
-from fusec.ptx import assemble_ptx
 from toolchains import cuda_toolchain_or_skip, sibling_test_module
 from xdsl.context import Context
 from xdsl.dialects.arith import Arith

@@ -13,7 +13,7 @@ import fusec
 import pytest
 import torch
 import torch.nn.functional as F
-from fusec.training import clear_compiled_graphs, compiled_graphs
+from fusec.api.training import clear_compiled_graphs, compiled_graphs
 
 DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
 SCALES = (1e-3, 40.0)

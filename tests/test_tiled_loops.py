@@ -11,7 +11,7 @@ from collections.abc import Callable
 import fusec
 import pytest
 import torch
-from fusec.codegen import TILED_CPU, build_kernel
+from fusec.codegen.kernel import TILED_CPU, build_kernel
 from fusec.dialects.inference import I64
 from fusec.passes.cpu_loop_nest import TILE_INNER, TILE_OUTER
 from fusec.runtime import cpu
@@ -158,12 +158,12 @@ def test_block_transpose_every_dtype_and_width(monkeypatch, dtype, bits):
     # Tiles of whole blocks (64 x 128), tiles with rows and columns left over
     # (sizes not multiples of 4, 8 or 16), and tiles smaller than one block,
     # at both register widths (8 x 8 f32 blocks at both, 4 x 4 / 8 x 8 f64).
-    import fusec.llvm_jit
+    import fusec.backends.llvm_jit
     from fusec.dialects import inference
 
     from tests import test_codegen
 
-    monkeypatch.setattr(fusec.llvm_jit, "host_vector_width", lambda: bits)
+    monkeypatch.setattr(fusec.backends.llvm_jit, "host_vector_width", lambda: bits)
     monkeypatch.setitem(test_codegen.DT, torch.int8, inference.I8)
     monkeypatch.setitem(test_codegen.DT, torch.int16, inference.I16)
     monkeypatch.setitem(test_codegen.DT, torch.uint8, inference.U8)
@@ -304,7 +304,7 @@ def test_memory_order_puts_a_transposed_operands_dim_second_innermost():
 def test_many_operands_keep_within_the_stack_limit():
     # 40 f32 operands would need 40 tile buffers (1.25 MiB of stack): the
     # variant has no tiled nest then, and still computes the sum.
-    from fusec.codegen import kernel_llvm_ir
+    from fusec.codegen.kernel import kernel_llvm_ir
 
     inputs = [torch.randn(70, 20).t() for _ in range(40)]
 
@@ -374,12 +374,12 @@ def test_a_kernel_loaded_by_key_finds_its_variant_on_disk(tmp_path, monkeypatch)
 def test_a_kernel_entry_without_group_text_runs_its_plain_nest(tmp_path, monkeypatch):
     # An entry with no (or unparseable) group text, and no variant on disk:
     # the kernel runs its plain nest, still right, and nothing is built.
-    from fusec.runtime import cache as cache_module
+    from fusec.codegen import ir_text
 
     t, b = torch.randn(50, 30).t(), torch.randn(30, 50)
     group = make_group([t, b], _add_relu)
     for text in ("", "not IR {"):
-        monkeypatch.setattr(cache_module, "group_text", lambda _g, text=text: text)
+        monkeypatch.setattr(ir_text, "group_text", lambda _g, text=text: text)
         d = tmp_path / str(len(text))
         key, _ = KernelCache(directory=d).keyed_kernel_for(group)
         monkeypatch.setattr(cpu, "_loaded", {})
@@ -390,7 +390,7 @@ def test_a_kernel_entry_without_group_text_runs_its_plain_nest(tmp_path, monkeyp
 
 
 def test_group_text_round_trips_to_the_same_key():
-    from fusec.runtime.cache import group_from_text, group_text
+    from fusec.codegen.ir_text import group_from_text, group_text
 
     cache = KernelCache(directory=None)
     for inputs, body in [

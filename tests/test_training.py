@@ -16,7 +16,7 @@ from typing import Any
 import fusec
 import pytest
 import torch
-from fusec.training import CompiledGraph, clear_compiled_graphs, compiled_graphs
+from fusec.api.training import CompiledGraph, clear_compiled_graphs, compiled_graphs
 from torch import nn
 from training_models import MODELS, Loss
 

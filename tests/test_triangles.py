@@ -6,7 +6,7 @@ from __future__ import annotations
 import fusec
 import pytest
 import torch
-from fusec.training import compiled_graphs
+from fusec.api.training import compiled_graphs
 
 _TRIANGLES = {
     "tril": lambda x: torch.tril(x) * 2,

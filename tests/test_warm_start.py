@@ -1,4 +1,4 @@
-"""The warm start (`fusec.warm_start`): a graph compiled before runs from its
+"""The warm start (`fusec.api.warm_start`): a graph compiled before runs from its
 cached host program, with no import, pipeline or IR; what does not fit (other
 size classes, another graph, a damaged entry, a missing kernel) compiles again,
 and every result equals eager PyTorch."""
@@ -82,7 +82,7 @@ def test_other_sizes_of_one_pattern_share_the_entry(cache_dir, monkeypatch):
     assert second == "// its program also serves this call's [[3, 16], [3, 4]]"
     assert "tensor<3x16xf32>" not in g.ir()
     proc = subprocess.run(
-        [sys.executable, "-m", "fusec.opt"], input=g.ir(), capture_output=True, text=True
+        [sys.executable, "-m", "fusec.tools.opt"], input=g.ir(), capture_output=True, text=True
     )
     assert proc.returncode == 0, proc.stderr
 
@@ -223,9 +223,9 @@ def test_a_warm_process_imports_no_xdsl(cache_dir):
 
 
 def test_the_tables_without_xdsl_agree_with_the_ir():
+    from fusec.codegen.torch_ops import TORCH_DTYPES as IR_DTYPES
     from fusec.runtime.operands import TORCH_DTYPES
     from fusec.runtime.torch_steps import DTYPE_BY_NAME
-    from fusec.torch_ops import TORCH_DTYPES as IR_DTYPES
 
     assert TORCH_DTYPES == {str(k): v for k, v in IR_DTYPES.items()}
     assert set(DTYPE_BY_NAME.values()) == set(IR_DTYPES.values())

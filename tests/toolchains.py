@@ -9,7 +9,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-from fusec.cuda_toolchain import CudaToolchain, cuda_extra_installed, find_toolchain
+from fusec.backends.cuda_toolchain import CudaToolchain, cuda_extra_installed, find_toolchain
 
 
 def cuda_toolchain_or_skip() -> CudaToolchain:

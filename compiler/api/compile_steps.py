@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.fx
-from fusec import logs
+from fusec.observability import logs
 
 if TYPE_CHECKING:
     from xdsl.context import Context
@@ -27,18 +27,10 @@ if TYPE_CHECKING:
 
 
 def context() -> Context:
-    from fusec.dialects.aten import Aten
-    from fusec.dialects.fusion import Fusion
-    from xdsl.context import Context
-    from xdsl.dialects import get_all_dialects
+    """An xDSL context with every dialect fusec reads (`fusec.codegen.ir_text`)."""
+    from fusec.codegen.ir_text import context
 
-    ctx = Context()
-    for name, factory in get_all_dialects().items():
-        ctx.register_dialect(name, factory)
-    for dialect in (Aten, Fusion):
-        if dialect.name not in ctx.registered_dialect_names:
-            ctx.register_dialect(dialect.name, lambda d=dialect: d)
-    return ctx
+    return context()
 
 
 def available_passes() -> dict[str, Any]:
@@ -52,7 +44,7 @@ def run_pipeline(module: ModuleOp, pipeline: str | None = None) -> ModuleOp:
     """Apply `pipeline` (default `COMPILE_PIPELINE`: fuse, then guard for CPU
     kernels) to `module` in place."""
     if pipeline is None:
-        from fusec.pipelines import COMPILE_PIPELINE
+        from fusec.codegen.pipelines import COMPILE_PIPELINE
 
         pipeline = COMPILE_PIPELINE
     if pipeline:
@@ -68,7 +60,7 @@ def recording(
 ) -> Callable[[Any], Any]:
     """`provider`, noting per group whether its kernel was built, found in the cache
     (memory or disk), or could not be had (`explanation.KernelRecord`)."""
-    from fusec.explanation import KernelRecord
+    from fusec.observability.explanation import KernelRecord
 
     stats = getattr(cache, "stats", None)
 
@@ -124,11 +116,12 @@ def cached_program(
     """The module after `pipeline` from the warm-start cache (a previous process
     compiled this graph for these exact inputs), with `imported.func` pointed at
     its function; None on a miss."""
+    from fusec.codegen.ir_text import parse_module
     from fusec.runtime import program_cache
     from xdsl.dialects import func
 
     key = program_cache.program_key(gm, args, pipeline, name) if program_cache.enabled() else None
-    module = None if key is None else program_cache.load_program(key, context())
+    module = None if key is None else program_cache.load_program(key, parse_module)
     if module is None:
         return None
     sym = imported.func.sym_name.data
@@ -154,7 +147,7 @@ def store_program(
 def compile_pipeline_for(args: Sequence[Any]) -> str:
     """`COMPILE_PIPELINE` with guards for the device the inputs are on (a CUDA
     device by index: its kernels are loaded for that device)."""
-    from fusec.pipelines import compile_pipeline
+    from fusec.codegen.pipelines import compile_pipeline
 
     devices = [a.device for a in args if isinstance(a, torch.Tensor)]
     device = devices[0] if devices else torch.device("cpu")

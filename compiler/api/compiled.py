@@ -28,7 +28,7 @@ seeded runs equal eager ones.
     f.launches_per_call   # 1: the whole pointwise tail is one kernel
 
 Calls that autograd records (grad mode on, an input or parameter requiring grad)
-specialize on exact shapes and run a `fusec.training.TrainingProgram`: AOTAutograd
+specialize on exact shapes and run a `fusec.api.training.TrainingProgram`: AOTAutograd
 over the traced graph with fusec compiling its forward and backward ATen graphs
 (`f.compiled_graphs`); what AOTAutograd cannot trace runs eagerly with a warning.
 
@@ -57,8 +57,9 @@ from fusec.api.options import CompileOptions, FusionError
 from fusec.api.specialization import Specialization, fill_outputs
 from fusec.api.specialization_key import specialization_key
 from fusec.api.specializing import Specializing
-from fusec.source_lines import warn_user
-from fusec.tracing import UnsupportedGraph, trace
+from fusec.codegen import kernel_builder  # noqa: F401 - the kernel cache's builder, even on a warm start
+from fusec.frontend.source_lines import warn_user
+from fusec.frontend.tracing import UnsupportedGraph, trace
 
 __all__ = [
     "CompileOptions", "CompiledFunction", "FusionError", "Specialization", "all_real", "compile",
@@ -84,7 +85,7 @@ class CompiledFunction(Specializing):
         self.specializations: dict[Any, Specialization] = {}
         self.exact_shapes = False
         self.size_checks: tuple[Any, ...] = ()
-        """`fusec.size_checks.SizeCheck`s of the compiled imports: their classes
+        """`fusec.frontend.size_checks.SizeCheck`s of the compiled imports: their classes
         of argument sizes are part of the key."""
         self._lock = threading.Lock()
         self._warned = False
@@ -96,7 +97,7 @@ class CompiledFunction(Specializing):
         """The fast path of the key the last full-path call ran (`fusec.api.fast_call`)."""
         self.guarded_by_dynamo = False
         """Dynamo's guards hold every call's dtypes, devices, tensor types,
-        requires_grad and grad mode (a graph `fusec.backend` compiles): the fast
+        requires_grad and grad mode (a graph `fusec.api.backend` compiles): the fast
         path checks only the parts of the key that vary with sizes."""
         self._fast_paths: dict[Any, Callable[[tuple[Any, ...]], Any] | None] = {}
         """Per key, its fast path (None: the key has none), made once."""
@@ -338,7 +339,7 @@ class CompiledFunction(Specializing):
 
     @property
     def compiled_graphs(self) -> list[Any]:
-        """The forward/backward `fusec.training.CompiledGraph`s of every training
+        """The forward/backward `fusec.api.training.CompiledGraph`s of every training
         specialization, in the order AOTAutograd compiled them."""
         return [
             g
@@ -400,7 +401,7 @@ class CompiledFunction(Specializing):
 
     def explain(self) -> Any:
         """`fusec.explain` of this function as it stands (no call is made)."""
-        from fusec.explanation import Report, graph_report
+        from fusec.observability.explanation import Report, graph_report
 
         return Report([graph_report(self)])
 
@@ -413,20 +414,26 @@ def _dense(a: Any) -> bool:
     return not isinstance(a, torch.Tensor) or (a.layout == torch.strided and not a.is_nested)
 
 
+def graph_function(gm: torch.fx.GraphModule, options: CompileOptions) -> CompiledFunction:
+    """The `CompiledFunction` of one ATen graph AOTAutograd hands over (a forward,
+    backward or inference graph): how `fusec.api.training` compiles each one."""
+    return CompiledFunction(gm, gm, options)
+
+
 def compile(graph: Any, example_inputs: Sequence[Any] | None = None, **options: Any) -> Any:
     """`fusec.compile(fn_or_module_or_graph_module, example_inputs=None, **options)`.
 
-    A `torch.export.ExportedProgram` runs through `fusec.exported` (its lifted
+    A `torch.export.ExportedProgram` runs through `fusec.api.exported` (its lifted
     parameters read from the program's module). Returns a callable with the
     signature of the graph's inputs. `example_inputs`,
     when given, compiles their specialization right away; otherwise the first call
     compiles. Options are the fields of `CompileOptions`.
     """
     opts = CompileOptions(**options)
-    from fusec.exported import compile_exported, is_exported_program
+    from fusec.api.exported import compile_exported, is_exported_program
 
     if is_exported_program(graph):
-        return compile_exported(graph, example_inputs, **options)
+        return compile_exported(graph, example_inputs, compile, **options)
     try:
         gm: torch.fx.GraphModule | None = trace(graph)
     except UnsupportedGraph as e:

@@ -53,7 +53,7 @@ own checks, in Python, which a call of other sizes still passes:
         return True
 
 A graph Dynamo handed over with symbolic sizes (`guarded_by_dynamo`, see
-`fusec.backend`) varies in sizes from call to call, but Dynamo's guards hold
+`fusec.api.backend`) varies in sizes from call to call, but Dynamo's guards hold
 its dtypes, devices, tensor types, requires_grad and grad mode: its fast path
 checks, inline, only the key's shape parts (rank, size-1 dims, contiguity, the
 classes of sizes), and has no `SEEN`.
@@ -102,7 +102,7 @@ _MAX_SIZES = 256
 def _same_class(n: int, cut: tuple[str, tuple[int, ...]], want: Any, sizes: set[int]) -> bool:
     """Whether size `n` is in class `want` under `cut` (kind, params); if so it
     joins `sizes`, the set the fast path tests first."""
-    from fusec.size_checks import classify
+    from fusec.frontend.size_checks import classify
 
     if classify(*cut, n) != want:
         return False
@@ -155,7 +155,7 @@ def fast_path(
     and scalars).
 
     `trusted`: every call is known to have `key` (Dynamo's guards on a graph of
-    static shapes, `fusec.backend`), so the checks are left out and the result
+    static shapes, `fusec.api.backend`), so the checks are left out and the result
     takes the arguments as they come (`fast(*args)`, never `MISS`); parameters'
     `requires_grad` is still checked, and a call that fails it, or any call after
     the program failed, takes the full path."""
@@ -455,7 +455,7 @@ def _is_tensor_spec(spec: Any) -> bool:
 
 def _implies(spec: Any, check: Any, exact: bool) -> bool:
     """Whether every argument of key part `spec` passes `check` (a guard's
-    `_InputCheck`, as its `matches` tests it)."""
+    `InputCheck`, as its `matches` tests it)."""
     if not _is_tensor_spec(spec):
         return False
     dtype, device, shape, contiguous, _ = spec

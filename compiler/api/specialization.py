@@ -10,12 +10,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from fusec.graph_values import Const, Ret
+from fusec.frontend.graph_values import Const, Ret
 from fusec.runtime.program import HostProgram
 
 if TYPE_CHECKING:
+    from fusec.api.warm_start import GraphFacts
     from fusec.frontend.importer import ImportedGraph
-    from fusec.warm_start import GraphFacts
 
 
 def fill_outputs(template: Any, outs: Sequence[Any]) -> Any:
@@ -54,7 +54,7 @@ class Specialization:
     """Compiling failed unexpectedly: kept only once eager has run these inputs
     (if eager raises too, the inputs were bad, not the compiler)."""
     training: Any = None
-    """For calls autograd records: the `fusec.training.TrainingProgram` (fused
+    """For calls autograd records: the `fusec.api.training.TrainingProgram` (fused
     forward and backward through AOTAutograd) that runs instead of `program`."""
     verified: bool = False
     """The training program has run once (traced and compiled) without error."""

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import torch
 
 if TYPE_CHECKING:
-    from fusec.warm_start import GraphFacts
+    from fusec.api.warm_start import GraphFacts
 
 
 class TensorSpec(NamedTuple):
@@ -45,7 +45,7 @@ def specialization_key(
     size_checks: Sequence[Any],
 ) -> tuple[Any, ...]:
     """The key of a call with `args` (see the module docstring); `parameters`
-    are the module's, `size_checks` the `fusec.size_checks.SizeCheck`s whose
+    are the module's, `size_checks` the `fusec.frontend.size_checks.SizeCheck`s whose
     classes of sizes are part of the key (unless `exact`)."""
     grad = torch.is_grad_enabled()
     if grad and needs_grad(args, [p for p in parameters if p.requires_grad]):

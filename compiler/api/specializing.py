@@ -12,6 +12,7 @@ guards make it right for any input (`_guarded_program_for`), or runs eagerly.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -20,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.fx
-from fusec import logs
 from fusec.api.compile_steps import (
     buffers_preserved,
     cached_program,
@@ -35,9 +35,10 @@ from fusec.api.compile_steps import (
 from fusec.api.options import CompileOptions, FusionError
 from fusec.api.specialization import Specialization, action_of
 from fusec.api.specialization_key import arg_kind, container_argument, describe_inputs, why_new
+from fusec.frontend.source_lines import warn_user
+from fusec.frontend.tracing import UnsupportedGraph
+from fusec.observability import logs
 from fusec.runtime.program import UnsupportedProgram
-from fusec.source_lines import warn_user
-from fusec.tracing import UnsupportedGraph
 
 log = logging.getLogger("fusec")
 
@@ -147,10 +148,14 @@ class Specializing:
         start = time.perf_counter()
         reason = self._eager_reason(args)
         if reason is None and key[0] == "autograd":
-            from fusec.training import TrainingProgram
+            from fusec.api.training import TrainingProgram
 
             assert self.gm is not None
-            spec = Specialization(None, training=TrainingProgram(self.gm, args, self.options))
+            # Each ATen graph AOTAutograd hands over is a function of this kind
+            # (`fusec.api.compiled.graph_function`).
+            graphs = functools.partial(_graph_function, type(self), options=self.options)
+            program = TrainingProgram(self.gm, args, graphs)
+            spec = Specialization(None, training=program)
             spec.compile_seconds = time.perf_counter() - start
             return spec
         if reason is None:
@@ -217,7 +222,7 @@ class Specializing:
 
         # The module's text is printed once for both warm-start entries.
         store_ir = warm and cached is None and program_cache.enabled()
-        from fusec.ir_text import generic_text
+        from fusec.codegen.ir_text import generic_text
 
         text = generic_text(module) if host_key is not None or store_ir else ""
         if store_ir:
@@ -232,8 +237,8 @@ class Specializing:
         def opaque(op: Any) -> Callable[..., tuple[Any, ...]]:
             return imported.opaque[op.node.data].bind(root)
 
-        from fusec.runtime.program import build_program
-        from fusec.warm_start import facts_of
+        from fusec.api.warm_start import facts_of
+        from fusec.codegen.host_program import build_program
 
         program = build_program(imported.func, kernels, opaque)
         for name_ in program.fallback_groups:
@@ -253,7 +258,7 @@ class Specializing:
         )
         self._report_new(spec)
         if host_key is not None:
-            from fusec.warm_start import store
+            from fusec.api.warm_start import store
 
             assert spec.facts is not None
             store(host_key, args, program, spec.facts, text, kernel_keys.get)
@@ -273,14 +278,14 @@ class Specializing:
             or self._reports_wanted()
         ):
             return None
-        from fusec.warm_start import host_key
+        from fusec.api.warm_start import host_key
 
         assert self.gm is not None
         return host_key(self.gm, args, pipeline, target, self._name())
 
     def _warm_start(self, key: str, args: Sequence[Any]) -> Specialization | None:
         """The specialization of `key` from the warm-start cache, or None."""
-        from fusec.warm_start import load
+        from fusec.api.warm_start import load
 
         cache = self._cache()
         target = self._cpu_target(args)
@@ -311,7 +316,7 @@ class Specializing:
     def _name_guards(self, spec: Specialization, report: Any) -> None:
         """Let the guards log name each guard's group by the user's lines."""
         from fusec.dialects.fusion import GuardOp
-        from fusec.explanation import guard_names
+        from fusec.observability.explanation import guard_names
 
         assert spec.program is not None and spec.imported is not None
         guards = [op for op in spec.imported.func.body.block.ops if isinstance(op, GuardOp)]
@@ -322,7 +327,7 @@ class Specializing:
         an op that could have fused did not."""
         if not self._reports_wanted():
             return
-        from fusec.explanation import graph_report, log_graph, strict_violations
+        from fusec.observability.explanation import graph_report, log_graph, strict_violations
 
         report = graph_report(self, spec)
         log_graph(report)
@@ -376,7 +381,12 @@ class Specializing:
                 return kernel
 
             return provide
-        from fusec.runtime.cuda import gpu_kernel_provider
+        from fusec.codegen.host_program import gpu_kernel_provider
 
         tensors = [a for a in args if isinstance(a, torch.Tensor)]
         return gpu_kernel_provider(cache, tensors)
+
+
+def _graph_function(cls: type, gm: torch.fx.GraphModule, options: CompileOptions) -> Any:
+    """`cls(gm, gm, options)`: the compiled function of one AOTAutograd graph."""
+    return cls(gm, gm, options)

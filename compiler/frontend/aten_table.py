@@ -28,6 +28,7 @@ import math
 from typing import Any
 
 import torch
+from fusec.codegen.torch_ops import DTYPES_OF_TORCH
 from fusec.dialects import aten
 from fusec.dialects import inference as inf
 from fusec.frontend import import_normalizations as norm
@@ -36,7 +37,6 @@ from fusec.frontend.imported import NotMapped
 from fusec.frontend.registry import Handler, in_place_packet, register_aten
 from fusec.frontend.torch_table import emit, float_constant
 from fusec.frontend.value_types import static_dim
-from fusec.torch_ops import DTYPES_OF_TORCH
 from xdsl.dialects.builtin import IntegerAttr, TensorType
 from xdsl.ir import Attribute, Operation, SSAValue
 

@@ -23,11 +23,11 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.nn.functional as F
+from fusec.codegen.torch_ops import DTYPES_OF_TORCH
 from fusec.dialects import aten
 from fusec.dialects import inference as inf
 from fusec.frontend.imported import NotMapped
 from fusec.frontend.registry import register
-from fusec.torch_ops import DTYPES_OF_TORCH
 from torch import nn
 from xdsl.dialects.arith import ConstantOp
 from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, TensorType, i64

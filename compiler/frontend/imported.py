@@ -9,7 +9,7 @@ from typing import Any
 
 import torch
 import torch.fx
-from fusec.size_checks import SizeCheck
+from fusec.frontend.size_checks import SizeCheck
 from torch import nn
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
@@ -93,4 +93,4 @@ class ImportedGraph:
     opaque_reasons: dict[str, str] = field(default_factory=dict)
     """Why a node (by name) became `aten.opaque`."""
     size_checks: tuple[SizeCheck, ...] = ()
-    """Classes of argument sizes the import depends on (`fusec.size_checks`)."""
+    """Classes of argument sizes the import depends on (`fusec.frontend.size_checks`)."""

@@ -34,7 +34,7 @@ values, so one program serves every shape. Any node that cannot be mapped runs t
 PyTorch as `aten.opaque`, and the `fusec` logger says which node, op and why.
 
 In-place pointwise ops (`x.add_(y)`, `torch.relu_(x)`, `F.relu(x, inplace=True)`,
-`nn.ReLU(inplace=True)`, `x += y`, which `fusec.tracing` records as `operator.iadd`)
+`nn.ReLU(inplace=True)`, `x += y`, which `fusec.frontend.tracing` records as `operator.iadd`)
 import as the out-of-place op and a write back:
 
     y.add_(1)   ->   %t = aten.add %y, %c ... ; aten.copy_ %y, %t
@@ -79,8 +79,11 @@ from fusec.frontend.fx_nodes import (
     ssa_name,
     target_name,
 )
+from fusec.frontend.graph_values import Const, Ret
 from fusec.frontend.imported import ImportedGraph, NotMapped, OpaqueCall, OperandRef
+from fusec.frontend.size_checks import SizeCheck, dim_sources
 from fusec.frontend.size_folding import SizeFolding
+from fusec.frontend.tracing import UnsupportedGraph, trace
 from fusec.frontend.value_types import (
     has_symbolic_sizes,
     is_scalar,
@@ -89,9 +92,6 @@ from fusec.frontend.value_types import (
     tensor_type,
     value_type,
 )
-from fusec.graph_values import Const, Ret
-from fusec.size_checks import SizeCheck, dim_sources
-from fusec.tracing import UnsupportedGraph, trace
 from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import FloatAttr, FunctionType, IntegerAttr, ModuleOp, TensorType
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
@@ -256,7 +256,7 @@ class Importer(SizeFolding):
 
     def size_check(self, v: SSAValue, dim: int, kind: str, params: tuple[int, ...] = ()) -> None:
         """The import holds only for argument sizes that cut `v` at `dim` as
-        the example's did (see `fusec.size_checks`)."""
+        the example's did (see `fusec.frontend.size_checks`)."""
         assert isinstance(v.type, TensorType)
         sources = dim_sources(v, dim % max(v.type.get_num_dims(), 1))
         if sources is None:

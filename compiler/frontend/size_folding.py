@@ -17,8 +17,8 @@ import torch
 import torch.fx
 from fusec.dialects import aten
 from fusec.frontend.fx_nodes import SHAPE_QUERIES, flat_nodes
+from fusec.frontend.graph_values import Const
 from fusec.frontend.value_types import holds_symbol, is_symbol
-from fusec.graph_values import Const
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
 

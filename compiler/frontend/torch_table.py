@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING, Any
 import torch
 import torch.fx
 import torch.nn.functional as F
+from fusec.codegen.torch_ops import DTYPES_OF_TORCH
 from fusec.dialects import aten
 from fusec.dialects import inference as inf
+from fusec.frontend.graph_values import Const
 from fusec.frontend.imported import NotMapped
 from fusec.frontend.registry import Handler, register
 from fusec.frontend.value_types import is_scalar
-from fusec.graph_values import Const
-from fusec.torch_ops import DTYPES_OF_TORCH
 from torch import nn
 from xdsl.dialects.builtin import IntegerAttr, StringAttr, TensorType
 from xdsl.ir import Attribute, Operation, OpResult, SSAValue

@@ -10,9 +10,9 @@ from typing import Any
 
 import torch
 import torch.fx
+from fusec.codegen.torch_ops import DTYPES_OF_TORCH
 from fusec.dialects import inference as inf
 from fusec.frontend.imported import NotMapped
-from fusec.torch_ops import DTYPES_OF_TORCH
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Attribute
 

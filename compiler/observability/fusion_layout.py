@@ -1,4 +1,4 @@
-"""Where the fusion graph's nodes, group boxes and edges go (`fusec.graph_layout`
+"""Where the fusion graph's nodes, group boxes and edges go (`fusec.observability.graph_layout`
 does the ordering and x placement):
 
     arg:x                      layers: inputs sit just above their first reader,
@@ -19,10 +19,10 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from fusec.graph_layout import Box, Link, place
+from fusec.observability.graph_layout import Box, Link, place
 
 if TYPE_CHECKING:
-    from fusec.explanation import GraphReport
+    from fusec.observability.explanation import GraphReport
 
 NODE_W, NODE_H, ARG_W, DUMMY_W = 176, 34, 130, 6
 GAP_X, GAP_Y, PAD, TITLE, MARGIN = 20, 44, 8, 20, 16

@@ -19,7 +19,7 @@ def _llvm_funcs(module: ModuleOp) -> list[llvm.FuncOp]:
     host-side ops stay out. A located error for a symbol defined twice, or for an
     op in a function that LLVM IR cannot express (not lowered to the llvm dialect,
     e.g. a vector `math.exp`, which `convert-math-to-llvm` leaves alone)."""
-    from fusec.diagnostics import LocatedError, op_location
+    from fusec.tools.diagnostics import LocatedError, op_location
 
     funcs: dict[str, llvm.FuncOp] = {}
     pending = [module]
@@ -54,7 +54,7 @@ class LLVMIRTarget(Target):
     name = "llvmir"
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
-        from fusec.codegen import translate_to_llvm_ir
+        from fusec.codegen.kernel import translate_to_llvm_ir
 
         print(translate_to_llvm_ir(ModuleOp(_llvm_funcs(module))), file=output)
 
@@ -74,9 +74,9 @@ class PTXTarget(Target):
     """The `sm_XX` the PTX is generated for (`.target`)."""
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
-        from fusec.codegen import is_gpu_target, translate_to_llvm_ir
-        from fusec.cuda_toolchain import CudaToolchainError
-        from fusec.ptx import emit_ptx
+        from fusec.backends.cuda_toolchain import CudaToolchainError
+        from fusec.backends.ptx import emit_ptx
+        from fusec.codegen.kernel import is_gpu_target, translate_to_llvm_ir
 
         if not is_gpu_target(self.arch):
             raise DiagnosticException(f"ptx target: arch '{self.arch}' is not sm_XX")

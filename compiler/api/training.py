@@ -4,7 +4,7 @@ When autograd needs gradients (grad mode on and an input or parameter requires
 grad), fusec does not run the graph eagerly: PyTorch's AOTAutograd traces the
 joint forward+backward graph at the ATen level, `min_cut_rematerialization_partition`
 splits it (recomputing cheap pointwise work in the backward instead of saving
-it, as Inductor does; `fusec.partition` saves what the forward writes out anyway
+it, as Inductor does; `fusec.api.partition` saves what the forward writes out anyway
 when recomputing it would read more) and fusec compiles each half like any graph:
 
     graph (torch level) ──AOTAutograd──▶ joint ATen graph ──min-cut──▶ fw graph ─▶ fusec.compile
@@ -29,11 +29,18 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.fx
-from fusec.api.compiled import CompiledFunction, CompileOptions
+
+if TYPE_CHECKING:
+    from fusec.api.compiled import CompiledFunction
+
+GraphFunction = Callable[[torch.fx.GraphModule], "CompiledFunction"]
+"""Makes the `CompiledFunction` of one ATen graph (`fusec.api.compiled.graph_function`
+with the caller's options): the API passes it in, so this module does not import
+`fusec.api.compiled`, which imports it."""
 
 # Not `threshold_backward` (relu's) nor the backward ops of
 # `fusec.frontend.import_activations` (hardtanh's, hardsigmoid's, hardswish's, elu's,
@@ -119,13 +126,13 @@ class _Boxed:
 class AutogradCompilers:
     """fusec as AOTAutograd's forward, backward and inference compiler."""
 
-    options: CompileOptions = field(default_factory=CompileOptions)
+    make_function: GraphFunction
     graphs: list[CompiledGraph] = field(default_factory=list)
 
     def compiler(self, kind: str) -> Callable[[torch.fx.GraphModule, Sequence[Any]], Any]:
         def compile_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Any:
             # The example inputs are fake tensors: fusec specializes on the first real call.
-            function = CompiledFunction(gm, gm, self.options)
+            function = self.make_function(gm)
             record = CompiledGraph(kind, gm, function)
             self.graphs.append(record)
             with _ALL_LOCK:
@@ -137,7 +144,7 @@ class AutogradCompilers:
     def aot_kwargs(self) -> dict[str, Any]:
         """The compilers, partitioner and decompositions, as `aot_function`,
         `aot_module_simplified` and Dynamo's `aot_autograd` take them."""
-        from fusec.partition import fusec_partition
+        from fusec.api.partition import fusec_partition
 
         return {
             "fw_compiler": self.compiler("forward"),
@@ -164,14 +171,14 @@ def needs_autograd(args: Sequence[Any], gm: torch.nn.Module | None = None) -> bo
 
 
 def dynamo_backend(
-    gm: torch.fx.GraphModule, example_inputs: Sequence[Any], options: CompileOptions
+    gm: torch.fx.GraphModule, example_inputs: Sequence[Any], make_function: GraphFunction
 ) -> Callable[..., Any]:
     """The training half of `torch.compile(backend="fusec")`: Dynamo's
     `aot_autograd` with fusec compilers (parameters arrive as graph inputs or
     attributes; AOTAutograd lifts both)."""
     from torch._dynamo.backends.common import aot_autograd
 
-    compilers = AutogradCompilers(options)
+    compilers = AutogradCompilers(make_function)
     compiled = aot_autograd(**compilers.aot_kwargs())(gm, example_inputs)
     # Dynamo keeps the callable; the records stay reachable through it.
     try:
@@ -188,11 +195,11 @@ class TrainingProgram:
     reassignments are seen), and non-tensor arguments fixed to this call's values
     (they are part of the specialization key)."""
 
-    def __init__(self, gm: torch.fx.GraphModule, args: Sequence[Any], options: CompileOptions):
+    def __init__(self, gm: torch.fx.GraphModule, args: Sequence[Any], make_function: GraphFunction):
         from torch._functorch.aot_autograd import aot_function
 
         self.gm = gm
-        self.compilers = AutogradCompilers(options)
+        self.compilers = AutogradCompilers(make_function)
         self.tensor_positions = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
         constants = {i: a for i, a in enumerate(args) if not isinstance(a, torch.Tensor)}
         count = len(args)

@@ -23,7 +23,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from fusec.explanation import GraphReport, Report
+    from fusec.observability.explanation import GraphReport, Report
 
 
 def graph_json(graph: GraphReport, index: int = 0) -> dict[str, Any]:

@@ -11,7 +11,7 @@ pip packages (fusec's `cuda` extra) come first, then a CUDA toolkit at
 
 (`nvidia-cuda-nvcc` 13.x pulls in `nvidia-nvvm`.) Nothing here needs a GPU.
 
-    >>> from fusec.cuda_toolchain import find_toolchain
+    >>> from fusec.backends.cuda_toolchain import find_toolchain
     >>> tc = find_toolchain()
     >>> tc.libdevice            # Path(...site-packages/nvidia/cu13/nvvm/libdevice/libdevice.10.bc)
 """

@@ -81,7 +81,7 @@ class UnsupportedGraph(Exception):
 class _UserFrameTracer(InPlaceTracer):
     """Records each node's stack trace as the frames outside torch and fusec (fx
     keeps only frames below a `forward`, so plain functions would get none), and
-    augmented assignments in place (`fusec.tracing`).
+    augmented assignments in place (`fusec.frontend.tracing`).
 
     The frames are read from Python's own frame objects, not through fx's
     `record_stack_traces`: that symbolizes a `CapturedTraceback`, which imports
@@ -102,7 +102,7 @@ def _user_stack_trace(frame: Any) -> str:
     `traceback` formats them ('File "m.py", line 3, in f\n    y = x.exp()')."""
     import traceback
 
-    from fusec.source_lines import is_library_file
+    from fusec.frontend.source_lines import is_library_file
 
     frames: list[traceback.FrameSummary] = []
     while frame is not None:

@@ -5,7 +5,7 @@ nothing is fetched): groups are boxes, ops are nodes, tensors are edges.
     fusec.explain(model, x, profile=True).save_html("fusion.html")   # with times
     fusec-opt --fuse --view-fusion-graph=fusion.html model.mlir
 
-The layout is layered (`fusec.fusion_layout`, no library): edges run down
+The layout is layered (`fusec.observability.fusion_layout`, no library): edges run down
 between layers and never through a node or a group they do not enter. Ops
 outside groups are drawn dashed, and their remark (why the `fuse` pass left
 them out) is the node's tooltip and a row of the table under the drawing. With
@@ -27,11 +27,11 @@ from collections.abc import Sequence
 from html import escape
 from typing import TYPE_CHECKING
 
-from fusec.fusion_layout import NODE_H, NODE_W, PAD, Drawing, layout
+from fusec.observability.fusion_layout import NODE_H, NODE_W, PAD, Drawing, layout
 
 if TYPE_CHECKING:
-    from fusec.explanation import GraphReport
-    from fusec.profiling import GraphProfile
+    from fusec.observability.explanation import GraphReport
+    from fusec.observability.profiling import GraphProfile
 
 _CSS = """
 body { font: 13px system-ui, sans-serif; margin: 16px; color: #222; }

@@ -16,15 +16,15 @@ import threading
 from collections.abc import Sequence
 from typing import IO
 
-from fusec.diagnostics import (
+from fusec.codegen.pipelines import EMIT_PIPELINES, FUSE_PIPELINE
+from fusec.runtime import env
+from fusec.tools.diagnostics import (
     LocatedError,
     format_parse_error,
     located_verify_error,
     parse_and_verify,
 )
-from fusec.pass_help import wants_help
-from fusec.pipelines import EMIT_PIPELINES, FUSE_PIPELINE
-from fusec.runtime import env
+from fusec.tools.pass_help import wants_help
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.exceptions import (
     ArgSpecParseError,
@@ -103,7 +103,7 @@ class FusecOptMain(xDSLOptMain):
 
     def register_all_targets(self) -> None:
         super().register_all_targets()
-        from fusec.targets import FUSEC_TARGETS
+        from fusec.tools.targets import FUSEC_TARGETS
 
         self.available_targets.update(FUSEC_TARGETS)
 
@@ -126,7 +126,7 @@ class FusecOptMain(xDSLOptMain):
         )
         arg_parser.version = "fusec-opt"  # type: ignore[attr-defined]
         if self._help:  # describing the passes imports them all: only for --help
-            from fusec.pass_help import passes_help
+            from fusec.tools.pass_help import passes_help
 
             arg_parser.epilog = passes_help()
             arg_parser.formatter_class = argparse.RawDescriptionHelpFormatter
@@ -143,7 +143,7 @@ class FusecOptMain(xDSLOptMain):
         path = self.args.view_fusion_graph
         if not path:
             return super().apply_passes(prog)
-        from fusec.view_fusion_graph import FusionGraphView
+        from fusec.tools.view_fusion_graph import FusionGraphView
 
         view = self.__dict__.setdefault("_view", FusionGraphView(path))
         with view.watching() as remarks:

@@ -52,7 +52,7 @@ _TO_LLVM = (
     "convert-scf-to-cf,convert-arith-to-llvm,convert-memref-to-llvm,convert-cf-to-llvm,"
     "convert-func-to-llvm,convert-math-to-llvm{target=cpu},reconcile-unrealized-casts"
 )
-"""`fusec.codegen.llvm_pipeline("cpu")` (the math lowering last: see there)."""
+"""`fusec.codegen.kernel.llvm_pipeline("cpu")` (the math lowering last: see there)."""
 EMIT_PIPELINES["loops"] = (_LOOPS, "mlir")
 _CPU_LOOPS = f"{_LOOPS},sincos-fast-path"
 EMIT_PIPELINES["llvm"] = (f"{_CPU_LOOPS},{_TO_LLVM}", "mlir")

@@ -11,7 +11,6 @@ serves every shape of its canonical key.
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Callable, Sequence
 from functools import cache
 
@@ -23,6 +22,7 @@ from fusec.runtime.kernel_signature import (
     KernelSignature,
     OperandSpec,
     OutputSpec,
+    is_gpu_target,
 )
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, VectorType
@@ -117,19 +117,11 @@ def translate_to_llvm_ir(module: ModuleOp, target: str = "cpu") -> str:
 
 def _kernel_name(group: GroupOp, target: str) -> str:
     # Every sm_XX shares one name: the LLVM IR does not depend on the arch.
-    from fusec.ir_text import generic_text
+    from fusec.codegen.ir_text import generic_text
 
     body = generic_text(group.body.block)
     text = body + str(group.outputs.types) + ("cpu" if target == "cpu" else "nvptx")
     return "fusec_" + hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-_GPU_ARCH = re.compile(r"sm_\d+[af]?")
-
-
-def is_gpu_target(target: str) -> bool:
-    """True for an NVIDIA architecture name ("sm_80", "sm_90a", ...)."""
-    return _GPU_ARCH.fullmatch(target) is not None
 
 
 
@@ -145,7 +137,7 @@ def kernel_llvm_ir(
     name = _kernel_name(group, target) + ("_tiled" if tile else "")
     bits = 256
     if tile:
-        from fusec.llvm_jit import host_vector_width
+        from fusec.backends.llvm_jit import host_vector_width
 
         bits = host_vector_width() or 256
     fn, sig = build_loop_kernel(
@@ -164,7 +156,7 @@ def build_kernel(group: GroupOp, target: str = "cpu") -> KernelArtifact:
     `artifact.name`, libdevice linked and inlined; its launch ABI is described
     in `KernelSignature` (any 1-D grid works: the kernel grid-strides)."""
     if target in ("cpu", TILED_CPU):
-        from fusec.llvm_jit import optimize_for_host
+        from fusec.backends.llvm_jit import optimize_for_host
 
         name, ir_text, sig = kernel_llvm_ir(group, "cpu", tile=target == TILED_CPU)
         return KernelArtifact(name, "cpu", optimize_for_host(ir_text).encode(), sig)
@@ -178,7 +170,7 @@ def build_gpu_kernels(groups: Sequence[GroupOp], target: str = "sm_80") -> list[
     compiling many kernels cheap. Each artifact's `code` is that whole module
     (load it once, look each kernel up by `artifact.name`)."""
     import llvmlite.binding as llvm
-    from fusec.ptx import emit_ptx
+    from fusec.backends.ptx import emit_ptx
 
     if not is_gpu_target(target):
         raise ValueError(f"build_gpu_kernels: '{target}' is not an sm_XX target")

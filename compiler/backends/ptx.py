@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import llvmlite.binding as llvm
-from fusec.cuda_toolchain import CudaToolchainError, find_toolchain
+from fusec.backends.cuda_toolchain import CudaToolchainError, find_toolchain
 
 NVPTX_TRIPLE = "nvptx64-nvidia-cuda"
 NVPTX_DATA_LAYOUT = "e-p6:32:32-i64:64-i128:128-i256:256-v16:16-v32:32-n16:32:64"
@@ -159,7 +159,7 @@ class _NvJitLink:
         try:
             data = ptx.encode()
             rc = self.fn("AddData")(
-                handle, _NVJITLINK_INPUT_PTX, data, ctypes.c_size_t(len(data)), b"fusec.ptx"
+                handle, _NVJITLINK_INPUT_PTX, data, ctypes.c_size_t(len(data)), b"fusec.backends.ptx"
             )
             if rc == 0:
                 rc = self.fn("Complete")(handle)

@@ -6,13 +6,13 @@ so a verifier failure found after parsing still points at the source line.
 
 from __future__ import annotations
 
+from fusec.passes.op_locations import LocatedError, op_location
 from fusec.passes.xdsl_compat import LinearLexer, current_token, use_lexer
 from xdsl.context import Context
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr
 from xdsl.ir import Block, Operation, OpResult
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import (
-    DiagnosticException,
     MultipleSpansParseError,
     ParseError,
     VerifyException,
@@ -64,10 +64,6 @@ class LocatedParser(Parser):
         return op
 
 
-class LocatedError(DiagnosticException):
-    """A diagnostic already formatted as `file:line:col: error: ...`."""
-
-
 def format_parse_error(err: ParseError, line_offset: int = 0) -> str:
     """`file:line:col: error: msg` followed by the source line and a caret."""
     span = err.span
@@ -81,17 +77,6 @@ def format_parse_error(err: ParseError, line_offset: int = 0) -> str:
             ref = ref_span.get_location()
             text += f"\n{ref.file}:{ref.line}:{ref.col}: note: {ref_msg or ''}"
     return text
-
-
-def op_location(op: Operation) -> str:
-    """`file:line:col` of `op`, or of its closest located ancestor."""
-    cur: Operation | None = op
-    while cur is not None:
-        if isinstance(cur.location, FileLineColLoc):
-            loc = cur.location
-            return f"{loc.filename.data}:{loc.line.data}:{loc.column.data}"
-        cur = cur.parent_op()
-    return "<unknown>"
 
 
 def located_verify_error(module: ModuleOp, err: Exception) -> LocatedError:

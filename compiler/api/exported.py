@@ -18,7 +18,7 @@ place, as eager does.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -76,10 +76,14 @@ class ExportedFunction:
         return getattr(self.__dict__["compiled"], name)
 
 
-def compile_exported(ep: torch.export.ExportedProgram, example_inputs: Any, **options: Any) -> Any:
-    """`fusec.compile` of an ExportedProgram (see the module docstring)."""
-    from fusec.api.compiled import compile
-
+def compile_exported(
+    ep: torch.export.ExportedProgram,
+    example_inputs: Any,
+    compile: Callable[..., Any],
+    **options: Any,
+) -> Any:
+    """`fusec.compile` of an ExportedProgram (see the module docstring); `compile`
+    (`fusec.api.compiled.compile`, which calls this) compiles its flat graph."""
     gm = flat_graph_module(ep)
     examples = None
     if example_inputs is not None:

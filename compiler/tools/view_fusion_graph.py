@@ -14,8 +14,8 @@ import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from fusec.explanation import GraphReport, module_report
-from fusec.fusion_graph import render_html
+from fusec.observability.explanation import GraphReport, module_report
+from fusec.observability.fusion_graph import render_html
 from fusec.passes.fusion_remarks import FusionRemark, collect_remarks
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from fusec.api.compiled import CompiledFunction
-    from fusec.explanation import GraphReport
+    from fusec.observability.explanation import GraphReport
 
 
 class Unprofiled(ValueError):

@@ -1,9 +1,9 @@
-"""`fusec.explain`: what fused, what did not and why, and which kernels ran.
+"""`fusec.explain`'s reports: what fused, what did not and why, and which kernels ran.
 
     report = fusec.explain(model, x, h)                  # fusec.compile, one call
     report = fusec.explain(model, x, h, backend="torch.compile")   # every Dynamo graph
     print(report)                                        # text
-    report.save_html("fusion.html")                      # the fusion graph (fusec.fusion_graph)
+    report.save_html("fusion.html")                      # the fusion graph (fusec.observability.fusion_graph)
 
 A report holds one `GraphReport` per compiled graph (one for `fusec.compile`, one
 per graph Dynamo handed over), each with its specializations and why each was
@@ -15,24 +15,25 @@ write that may alias, an unsupported dtype or op, a guard that failed on the
 example inputs, a fallback to PyTorch.
 
 The same data feeds the `FUSEC_LOGS` lines (`log_graph`) and the strict check
-(`strict_violations`).
+(`strict_violations`). `fusec.explain` itself, which compiles and runs the
+function, is the API's (`fusec.api.explain`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from fusec.dialects.fusion import GroupOp, GuardOp, YieldOp
+from fusec.frontend.source_lines import SourceLine, user_line
 from fusec.passes.fusion_remarks import FIXABLE, KINDS, FusionRemark, barrier_kind
-from fusec.source_lines import SourceLine, user_line
 from xdsl.dialects import arith, func, scf
 from xdsl.ir import Operation
 
 if TYPE_CHECKING:
     from fusec.api.compiled import CompiledFunction, Specialization
-    from fusec.profiling import GraphProfile
+    from fusec.observability.profiling import GraphProfile
 
 
 @dataclass(frozen=True)
@@ -169,7 +170,7 @@ class Report:
         return "\n".join(line for g in self.graphs for line in g.lines())
 
     def to_html(self) -> str:
-        from fusec.fusion_graph import render_html
+        from fusec.observability.fusion_graph import render_html
 
         return render_html(self.graphs, title="fusec.explain")
 
@@ -180,8 +181,8 @@ class Report:
 
     def save_model_explorer(self, graph_path: Any, node_data_path: Any = None) -> None:
         """Write the graphs for Google's Model Explorer (groups as collapsible
-        layers) and, with a profile, its times as node data (`fusec.model_explorer`)."""
-        from fusec.model_explorer import save
+        layers) and, with a profile, its times as node data (`fusec.observability.model_explorer`)."""
+        from fusec.observability.model_explorer import save
 
         save(self, graph_path, node_data_path)
 
@@ -232,7 +233,7 @@ def module_report(
         return rep
 
     def group_report(group: GroupOp, guard: GuardOp | None) -> None:
-        from fusec.canonical import canonical_key
+        from fusec.passes.canonical import canonical_key
 
         gname = f"group_{len(report.groups)}"
         for arg, outer in zip(group.body.block.args, group.operands, strict=False):
@@ -388,7 +389,7 @@ def strict_violations(report: GraphReport) -> list[OpReport]:
 
 def log_graph(report: GraphReport) -> None:
     """The `fusion` and `kernels` log lines of a freshly compiled graph."""
-    from fusec import logs
+    from fusec.observability import logs
 
     if logs.fusion.isEnabledFor(20):
         for g in report.groups:
@@ -420,87 +421,4 @@ def log_graph(report: GraphReport) -> None:
         )
 
 
-def explain(
-    fn_or_module: Any,
-    *example_inputs: Any,
-    backend: str = "fusec",
-    profile: bool = False,
-    runs: int = 20,
-    **options: Any,
-) -> Report:
-    """Compile `fn_or_module`, run it once on `example_inputs`, and report what fused.
-
-    `backend="fusec"` (default) uses `fusec.compile(fn_or_module, **options)`;
-    `backend="torch.compile"` uses `torch.compile(fn_or_module, backend="fusec")`
-    and reports every graph Dynamo handed over. A `CompiledFunction` (or a list of
-    them, e.g. `fusec.dynamo_graphs()`) is reported as it stands, without a call
-    (with `profile=True` it is called on `example_inputs`).
-
-    `profile=True` then runs the graph `runs` more times and reports the time of
-    each fused kernel and each op run through PyTorch, the host time between
-    them and the totals (`report.profiles`; a column in the text and the page).
-    """
-    from fusec.api.compiled import CompiledFunction
-    from fusec.api.compiled import compile as fusec_compile
-
-    if profile and backend != "fusec":
-        raise ValueError(
-            "fusec.explain(profile=True) profiles a fusec.compile graph: use "
-            "backend='fusec' (Dynamo's graphs are called by Dynamo, not by explain)"
-        )
-    if isinstance(fn_or_module, CompiledFunction):
-        if profile:
-            fn_or_module(*example_inputs)
-            return Report([_profiled(fn_or_module, example_inputs, runs)])
-        return Report([graph_report(fn_or_module)])
-    if isinstance(fn_or_module, Sequence) and all(
-        isinstance(f, CompiledFunction) for f in fn_or_module
-    ):
-        if profile:
-            raise ValueError("fusec.explain(profile=True) takes one compiled function")
-        return Report([graph_report(f) for f in fn_or_module])
-    options.setdefault("program_cache", False)  # the fuse pass must run for its reasons
-    if backend == "fusec":
-        compiled = fusec_compile(fn_or_module, **options)
-        compiled(*example_inputs)
-        if profile:
-            return Report([_profiled(compiled, example_inputs, runs)])
-        return Report([graph_report(compiled)])
-    if backend in ("torch.compile", "dynamo"):
-        import torch
-        from fusec.backend import compile_graph
-
-        reports: list[Callable[[], list[GraphReport]]] = []
-
-        def recording(gm: Any, inputs: Sequence[Any]) -> Any:
-            call, fn = compile_graph(gm, inputs, options)
-            aot = getattr(call, "fusec_graphs", None)
-            if fn is not None:
-                reports.append(lambda: [graph_report(fn)])
-            elif aot is not None:
-                # Through AOTAutograd: its forward (and, once run, backward) graphs,
-                # compiled when AOTAutograd hands them over, so read after the call.
-                reports.append(lambda: [graph_report(g.function) for g in aot])
-            else:
-                why = "fusec failed on this graph (the log says why); it runs eagerly"
-                reports.append(lambda: [GraphReport(type(gm).__name__, [], eager_reason=why)])
-            return call
-
-        torch.compile(fn_or_module, backend=recording)(*example_inputs)
-        return Report([g for r in reports for g in r()])
-    raise ValueError(f"unknown backend {backend!r}: use 'fusec' or 'torch.compile'")
-
-
-def _profiled(fn: CompiledFunction, inputs: Sequence[Any], runs: int) -> GraphReport:
-    """`fn`'s report with its profile on `inputs` (`fn` was just called on them)."""
-    from fusec.profiling import Unprofiled, profile_graph
-
-    report = graph_report(fn)
-    try:
-        report.profile = profile_graph(fn, inputs, report, runs)
-    except Unprofiled as e:  # an eager call: the report says why, and that
-        report.unprofiled = str(e)
-    return report
-
-
-__all__ = ["KINDS", "Report", "GraphReport", "GroupReport", "OpReport", "explain"]
+__all__ = ["KINDS", "Report", "GraphReport", "GroupReport", "OpReport"]

@@ -18,7 +18,7 @@ and its payload (JSON) is what `CompiledFunction` needs to run the graph:
      "generic_why": null, "ir": "<the module after the pipeline>"}
 
 A load checks what the key leaves out: exact shapes for a shape-dependent
-graph, the size classes of its cuts (`fusec.size_checks`). Anything that does
+graph, the size classes of its cuts (`fusec.frontend.size_checks`). Anything that does
 not fit, a corrupt entry, or a kernel missing from the kernel cache is a miss:
 the specialization compiles as usual and its entry is written again.
 """
@@ -32,11 +32,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-from fusec.graph_values import Const, Ret
+from fusec.frontend.graph_values import Const, Ret
+from fusec.frontend.size_checks import SizeCheck
 from fusec.runtime import program_cache
 from fusec.runtime.program import HostProgram
 from fusec.runtime.program_data import NotData, program_from_data, program_to_data
-from fusec.size_checks import SizeCheck
 
 log = logging.getLogger("fusec")
 

@@ -16,8 +16,8 @@ import importlib
 import sys
 import textwrap
 
+from fusec.codegen.pipelines import EMIT_PIPELINES, FUSE_PIPELINE
 from fusec.passes import _PASSES
-from fusec.pipelines import EMIT_PIPELINES, FUSE_PIPELINE
 
 
 def _first_paragraph(doc: str | None) -> str:

@@ -26,19 +26,20 @@ graph keeps fusec's checks.
 
 When autograd records the region (grad mode on and an input or parameter that
 requires grad), the graph goes through AOTAutograd instead, and fusec compiles
-its forward and backward ATen graphs (`fusec.training`). So does a region that
+its forward and backward ATen graphs (`fusec.api.training`). So does a region that
 runs a functorch transform (`torch.vmap`, `torch.func.grad`/`jvp`): its ops see
 wrapped tensors (batched, dual, grad-tracking) that only the transform knows how
 to run, and AOTAutograd traces through it to plain ATen ops, as for Inductor.
 
 `import fusec` registers the backend under the name "fusec" (when Dynamo's
 registry is imported, so importing fusec stays cheap); the `torch_dynamo_backends`
-entry point `fusec = "fusec.backend:fusec_backend"` does the same without the import.
+entry point `fusec = "fusec.api.backend:fusec_backend"` does the same without the import.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import threading
 import weakref
@@ -46,7 +47,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch.fx
-from fusec.api.compiled import CompiledFunction, CompileOptions, all_real, compile
+from fusec.api.compiled import CompiledFunction, CompileOptions, all_real, compile, graph_function
 from fusec.api.fast_call import fast_path
 
 log = logging.getLogger("fusec")
@@ -90,11 +91,13 @@ def compile_graph(
         )
         opts = {k: v for k, v in opts.items() if k in known}
     try:
-        from fusec.training import dynamo_backend, needs_autograd
+        from fusec.api.training import dynamo_backend, needs_autograd
 
         if needs_autograd(example_inputs, gm) or runs_transform(gm):
             # AOTAutograd: fusec compiles the forward and backward ATen graphs.
-            return dynamo_backend(gm, example_inputs, CompileOptions(**opts)), None
+            options = CompileOptions(**opts)
+            make = functools.partial(graph_function, options=options)
+            return dynamo_backend(gm, example_inputs, make), None
         fn = compile(gm, example_inputs, **opts)
     except _DYNAMO_CONTROL_FLOW:
         raise  # Dynamo's own signals (restart the analysis), not failures

@@ -1,0 +1,306 @@
+"""The host program of IR: a compiled `func.func` made into a
+`fusec.runtime.program.HostProgram`, and the provider of a group's GPU kernel.
+
+This is the half of the host program that reads IR, so the runtime needs no
+xDSL: building walks the IR once, and each step keeps its `recipe` (an op's
+`OpInfo`, a guard's checks, a kernel's group), from which
+`fusec.runtime.program_data` makes the program again in another process:
+
+    func.func @f(%x, %w) {                         slots: 0=%x 1=%w 2=%c 3=%mm 4=%g
+      %c = arith.constant 2.0 : f64                 consts: {2: 2.0}
+      %mm = aten.mm %x, %w                          step torch.mm         (0, 1) -> (3,)
+      %g = fusion.group (%a = %mm, %b = %c) {...}   step kernel "group_0" (3, 2) -> (4,)
+      func.return %g                                outputs: (4,)
+    }
+
+A `fusion.group` runs as the kernel `kernels(group)` gives, or as a sub-program
+of its body through PyTorch; `fusion.guard` becomes a check of precomputed
+`InputCheck`s, and `scf.if` a step that runs its then- or else-program.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+from fusec.codegen.torch_ops import has_torch_callable, op_info, torch_dtype
+from fusec.dialects.aten import OpaqueOp
+from fusec.dialects.fusion import GroupOp, GuardOp, YieldOp
+from fusec.runtime.program import (
+    HostProgram,
+    InputCheck,
+    RootHolder,
+    Step,
+    UnsupportedProgram,
+    assemble,
+    group_fn,
+    guard_fn,
+    if_fn,
+    kernel_fn,
+)
+from fusec.runtime.torch_steps import step_callable
+from xdsl.dialects import arith, func, scf
+from xdsl.dialects.builtin import FloatAttr, FunctionType, IntegerAttr, TensorType
+from xdsl.ir import Block, Operation, Region, SSAValue
+
+log = logging.getLogger("fusec")
+
+KernelProvider = Callable[["GroupOp"], Callable[[Sequence[Any]], Sequence[Any]] | None]
+"""Returns a group's kernel (inputs in group order -> outputs), or None to run the
+group's body through PyTorch instead."""
+
+OpaqueProvider = Callable[["OpaqueOp"], Callable[..., tuple[Any, ...]]]
+
+
+def _constant_value(op: arith.ConstantOp) -> Any:
+    attr = op.value
+    if isinstance(attr, FloatAttr):
+        return float(attr.value.data)
+    if isinstance(attr, IntegerAttr):
+        width = getattr(attr.type, "width", None)
+        if width is not None and width.data == 1:
+            return bool(attr.value.data)
+        return int(attr.value.data)
+    raise UnsupportedProgram(f"constant {attr} is not a Python scalar")
+
+
+class _Builder(RootHolder):
+    def __init__(self, kernels: KernelProvider, opaque: OpaqueProvider):
+        self.kernels = kernels
+        self.opaque = opaque
+
+    def build(
+        self,
+        block: Block,
+        returned: Sequence[SSAValue],
+        args: Sequence[SSAValue] | None = None,
+    ) -> HostProgram:
+        """The program of `block`; `args` (default: the block's arguments) are the
+        values it takes, e.g. what an `scf.if` region uses from outside."""
+        slot: dict[SSAValue, int] = {}
+
+        def new(v: SSAValue) -> int:
+            slot[v] = len(slot)
+            return slot[v]
+
+        arg_slots = tuple(new(a) for a in (block.args if args is None else args))
+        consts: dict[int, Any] = {}
+        steps: list[Step] = []
+        for op in block.ops:
+            if isinstance(op, func.ReturnOp | YieldOp | scf.YieldOp):
+                break
+            if isinstance(op, arith.ConstantOp):
+                consts[new(op.result)] = _constant_value(op)
+                continue
+            branches: tuple[HostProgram, ...] = ()
+            if isinstance(op, scf.IfOp):
+                fn, ins, branches = self.if_step(op, slot)
+                kind, recipe = "if", ("if",)
+            else:
+                ins = tuple(slot[o] for o in op.operands)
+                fn, kind, recipe = self.step_fn(op)
+            outs = tuple(new(r) for r in op.results)
+            steps.append(Step(fn, ins, outs, (), kind, _step_name(op), branches, recipe))
+        return assemble(len(slot), arg_slots, consts, steps, tuple(slot[v] for v in returned))
+
+    def step_fn(self, op: Operation) -> tuple[Callable[..., Sequence[Any]], str, Any]:
+        """A step's function, kind and recipe."""
+        if isinstance(op, GroupOp):
+            kernel = self.kernels(op)
+            body_of = functools.partial(self.build, op.body.block, list(op.yield_op.values))
+            if kernel is not None:
+                return kernel_fn(kernel, body_of), "kernel", ("kernel", op, body_of)
+            body = body_of()
+            if body.launches:
+                raise UnsupportedProgram("a group nested in a group")
+            return group_fn(body), "group", ("group", body)
+        if isinstance(op, GuardOp):
+            checks = tuple(
+                input_check(v.type, spec) for v, spec in zip(op.inputs, op.specs.data, strict=True)
+            )
+            what = _guarded_name(op)
+            return guard_fn(checks, what, op, self), "guard", ("guard", checks, what)
+        if isinstance(op, OpaqueOp):
+            return self.opaque(op), "opaque", ("opaque", op.node and op.node.data)
+        if not has_torch_callable(op):
+            raise UnsupportedProgram(f"no eager PyTorch implementation for {op.name}")
+        info = op_info(op)
+        return step_callable(info), "torch", ("torch", info)
+
+    def if_step(
+        self, op: scf.IfOp, slot: dict[SSAValue, int]
+    ) -> tuple[Callable[..., Sequence[Any]], tuple[int, ...], tuple[HostProgram, ...]]:
+        if len(op.false_region.blocks) != 1:
+            raise UnsupportedProgram("scf.if without an else-region")
+        captured = _captures(op.true_region, op.false_region)
+        then, other = (
+            self.build(r.block, list(_yielded(r)), captured)
+            for r in (op.true_region, op.false_region)
+        )
+        return (
+            if_fn(then, other, self),
+            (slot[op.cond], *(slot[v] for v in captured)),
+            (then, other),
+        )
+
+
+def input_check(t: Any, spec: Any) -> InputCheck:
+    """What a `fusion.guard` input of type `t` (a `TensorType`) and `spec` must be."""
+    assert isinstance(t, TensorType)
+    rank = t.get_num_dims()
+    ones = set(spec.ones_dims)
+    device = spec.device.data
+    return InputCheck(
+        torch_dtype(t),
+        rank,
+        tuple(d in ones for d in range(rank)),
+        spec.layout.data == "contiguous",
+        device,
+        ":" in device,
+    )
+
+
+def _captures(*regions: Region) -> list[SSAValue]:
+    """Values the regions use but do not define, in order of first use."""
+    inside: set[SSAValue] = set()
+    used: dict[SSAValue, None] = {}
+    for region in regions:
+        for op in region.walk():
+            inside.update(op.results)
+            for r in op.regions:
+                for b in r.blocks:
+                    inside.update(b.args)
+        for b in region.blocks:
+            inside.update(b.args)
+    for region in regions:
+        for op in region.walk():
+            for v in op.operands:
+                if v not in inside:
+                    used.setdefault(v, None)
+    return list(used)
+
+
+def _yielded(region: Region) -> Sequence[SSAValue]:
+    term = region.block.last_op
+    if not isinstance(term, scf.YieldOp):
+        raise UnsupportedProgram("scf.if region does not end with scf.yield")
+    return term.operands
+
+
+def _guarded_name(op: GuardOp) -> str:
+    for use in op.ok.uses:
+        user = use.operation
+        if isinstance(user, scf.IfOp):
+            for inner in user.true_region.block.ops:
+                if isinstance(inner, GroupOp):
+                    return _step_name(inner)
+    return "fusion.guard"
+
+
+def _step_name(op: Operation) -> str:
+    if isinstance(op, OpaqueOp):
+        return f"{op.target.data}"
+    if isinstance(op, GroupOp):
+        names = [o.name for o in op.body.block.ops if not isinstance(o, YieldOp)]
+        return "group[" + ",".join(n.removeprefix("aten.") for n in names) + "]"
+    if isinstance(op, scf.IfOp):
+        then = [o for o in op.true_region.block.ops if not isinstance(o, scf.YieldOp)]
+        return "if[" + ", ".join(_step_name(o) for o in then) + "]"
+    return op.name
+
+
+def build_program(
+    function: func.FuncOp,
+    kernels: KernelProvider,
+    opaque: OpaqueProvider,
+) -> HostProgram:
+    """The host program of `function`; groups get their kernels from `kernels`."""
+    block = function.body.block
+    ret = block.last_op
+    if not isinstance(ret, func.ReturnOp):
+        raise UnsupportedProgram("function does not end with func.return")
+    builder = _Builder(kernels, opaque)
+    program = builder.root = builder.build(block, list(ret.arguments))
+    return program
+
+
+def no_kernels(group: GroupOp) -> None:
+    """A kernel provider that runs every group through PyTorch."""
+    return None
+
+
+# ---------------------------------------------------------------------- GPU kernels
+
+
+class _TorchGroup:
+    """A group's body run through PyTorch (built on first use): what a GPU
+    kernel does instead when called with inputs that are not on one device."""
+
+    def __init__(self, group: Any):
+        self.group = group
+        self.program: Callable[[Sequence[Any]], Sequence[Any]] | None = None
+
+    def __call__(self, inputs: Sequence[Any]) -> Sequence[Any]:
+        if self.program is None:
+            self.program = group_program(self.group)
+        return self.program(inputs)
+
+
+def group_program(group: Any) -> Callable[[Sequence[Any]], Sequence[Any]]:
+    """The host program of a `fusion.group`'s body, every op through PyTorch."""
+    region = group.body.clone()
+    block = region.block
+    term = block.last_op
+    assert term is not None
+    block.insert_op_before(func.ReturnOp(*term.operands), term)
+    block.erase_op(term)
+    fn = func.FuncOp(
+        "group", FunctionType.from_lists(block.arg_types, list(group.result_types)), region
+    )
+
+    def no_opaque(op: Any) -> Any:
+        raise UnsupportedProgram(f"{op.name} inside a fusion.group")
+
+    return build_program(fn, no_kernels, no_opaque)
+
+
+def gpu_kernel_provider(cache: Any, tensors: Sequence[torch.Tensor]) -> Callable[[Any], Any]:
+    """`fusec.compile`'s kernel provider for these (non-CPU) input tensors: GPU
+    kernels for the arch of their device when they are all on one CUDA device
+    and the driver and toolchain work; otherwise every group runs through PyTorch."""
+    from fusec.runtime import cuda
+
+    # A 0-dim CPU tensor goes with CUDA ones in PyTorch (the RNG seed and offset
+    # that attention saves for its backward): it does not pick the device; a
+    # kernel that reads one runs through PyTorch (`CudaKernel.call`'s fallback).
+    on_device = [t for t in tensors if t.device.type != "cpu" or t.dim() > 0]
+    device = cuda.common_cuda_device(on_device)
+    if device is None:
+        where = sorted({str(t.device) for t in tensors})
+        log.info("fusec: inputs on %s: fused groups run through PyTorch", ", ".join(where))
+        return lambda group: None
+    reason = cuda.gpu_unusable_reason(device)
+    if reason is not None:
+        log.info(
+            "fusec: no GPU kernels on cuda:%d (%s); groups run through PyTorch", device, reason
+        )
+        return lambda group: None
+    arch = cuda.arch_of(device)
+
+    def provide(group: Any) -> Callable[[Sequence[Any]], Sequence[Any]] | None:
+        kernel = cache.kernel_for(group, arch)
+        if kernel is None:
+            return None
+        try:
+            kernel.function(device)  # load now: a driver error falls back at compile time
+        except cuda.CudaError as e:
+            log.warning(
+                "fusec: cannot load a kernel on cuda:%d (%s); it runs through PyTorch", device, e
+            )
+            return None
+        return functools.partial(kernel.call, fallback=_TorchGroup(group))
+
+    return provide
