@@ -1,4 +1,4 @@
-"""The per-element cost estimate (`KernelSignature.cost`, `fusec.passes.kernel_cost`)
+"""The per-element cost estimate (`KernelSignature.cost`, `fusec.passes.lowering.kernel_cost`)
 next to each kernel's measured single-thread time per element, and what a
 parallel launch costs: the numbers the CPU executor's work split is tuned on.
 

@@ -105,7 +105,8 @@ def explain(
 def set_logs(spec: str | None = None, **channels: Any) -> None:
     """Turn log channels on: `fusec.set_logs(fusion=True, guards=True)` or
     `fusec.set_logs("fusion,kernels")`, as `FUSEC_LOGS=...`. Channels: fusion,
-    guards, recompiles, kernels, cache (or all). See `fusec.observability.logs`."""
+    guards, recompiles, kernels, cache (or all), and host_code (the generated
+    host code's source, which all leaves out). See `fusec.observability.logs`."""
     from fusec.observability.logs import set_logs as _set_logs
 
     _set_logs(spec, **channels)

@@ -32,6 +32,7 @@ from typing import ClassVar
 from fusec.dialects import inference as inf
 from fusec.dialects.inference import BOOL, DEFAULT_FLOAT, I64
 from fusec.dialects.lazy_format import LazyFormatOp
+from xdsl.dialects import builtin
 from xdsl.dialects.builtin import (
     DenseArrayBase,
     FloatAttr,
@@ -241,7 +242,9 @@ class FloatOnlyUnaryOp(UnaryPointwiseOp, ABC):
     DTYPE_RULE: ClassVar[str] = "float_only"
 
 
-def _unary(name: str, doc: str, base_cls: type = UnaryPointwiseOp) -> type[AtenOp]:
+def _unary(
+    name: str, doc: str, base_cls: type[UnaryPointwiseOp] = UnaryPointwiseOp
+) -> type[UnaryPointwiseOp]:
     cls = type(
         name.split(".")[1].title().replace("_", "") + "Op",
         (base_cls,),
@@ -398,7 +401,7 @@ class PositionsOp(AtenOp):
 
     name = "aten.positions"
     input = operand_def(TensorType)
-    dim = prop_def(IntegerAttr[I64])
+    dim = prop_def(IntegerAttr[builtin.I64])
     result = result_def(TensorType)
     traits = traits_def(Pure())
     assembly_format = "$input `dim` `=` $dim attr-dict `:` type($input) `->` type($result)"
@@ -523,7 +526,7 @@ def _binary(
     example: str = "tensor<4xf32>",
     tensors_only: bool = False,
     allows_bool: bool = True,
-) -> type:
+) -> type[BinaryPointwiseOp]:
     cls = type(
         "".join(p.title() for p in name.split(".")[1].split("_")) + "Op",
         (BinaryPointwiseOp,),
@@ -697,7 +700,7 @@ class UnsqueezeOp(ShapeUnaryOp):
     """
 
     name = "aten.unsqueeze"
-    dim = prop_def(IntegerAttr[I64])
+    dim = prop_def(IntegerAttr[builtin.I64])
     assembly_format = "$input `dim` `=` $dim attr-dict `:` type($input) `->` type($result)"
 
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
@@ -716,7 +719,7 @@ class SqueezeOp(ShapeUnaryOp):
     """
 
     name = "aten.squeeze"
-    dim = opt_prop_def(IntegerAttr[I64])
+    dim = opt_prop_def(IntegerAttr[builtin.I64])
     assembly_format = "$input (`dim` `=` $dim^)? attr-dict `:` type($input) `->` type($result)"
 
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
@@ -764,8 +767,8 @@ class TransposeOp(ShapeUnaryOp):
     """
 
     name = "aten.transpose"
-    dim0 = prop_def(IntegerAttr[I64])
-    dim1 = prop_def(IntegerAttr[I64])
+    dim0 = prop_def(IntegerAttr[builtin.I64])
+    dim1 = prop_def(IntegerAttr[builtin.I64])
     assembly_format = (
         "$input `dim0` `=` $dim0 `dim1` `=` $dim1 attr-dict `:` type($input) `->` type($result)"
     )
@@ -807,8 +810,8 @@ class ChunkOp(ShapeOpBase):
 
     name = "aten.chunk"
     outputs = var_result_def(TensorType)
-    chunks = prop_def(IntegerAttr[I64])
-    dim = prop_def(IntegerAttr[I64])
+    chunks = prop_def(IntegerAttr[builtin.I64])
+    dim = prop_def(IntegerAttr[builtin.I64])
     assembly_format = (
         "$input `chunks` `=` $chunks `dim` `=` $dim attr-dict `:` type($input) `->` type($outputs)"
     )
@@ -832,9 +835,9 @@ class SplitOp(ShapeOpBase):
 
     name = "aten.split"
     outputs = var_result_def(TensorType)
-    split_size = opt_prop_def(IntegerAttr[I64])
+    split_size = opt_prop_def(IntegerAttr[builtin.I64])
     sizes = opt_prop_def(IntArray)
-    dim = prop_def(IntegerAttr[I64])
+    dim = prop_def(IntegerAttr[builtin.I64])
     assembly_format = (
         "$input (`split_size` `=` $split_size^)? (`sizes` `=` $sizes^)? `dim` `=` $dim "
         "attr-dict `:` type($input) `->` type($outputs)"
@@ -851,7 +854,8 @@ class SplitOp(ShapeOpBase):
             if sum(sizes) != total:
                 raise VerifyException(f"sizes {sizes} do not add up to dim {d} of size {total}")
         else:
-            step = self.split_size.value.data  # type: ignore[union-attr]
+            assert self.split_size is not None  # exactly one of the two, above
+            step = self.split_size.value.data
             if step <= 0:
                 raise VerifyException(f"split_size must be positive, got {step}")
             sizes = [min(step, total - i) for i in range(0, total, step)] or [0]
@@ -868,7 +872,7 @@ class CatOp(AtenOp):
     name = "aten.cat"
     inputs = var_operand_def(TensorType)
     result = result_def(TensorType)
-    dim = prop_def(IntegerAttr[I64])
+    dim = prop_def(IntegerAttr[builtin.I64])
     traits = traits_def(Pure(), ShapeOp())
     assembly_format = "$inputs `dim` `=` $dim attr-dict `:` type($inputs) `->` type($result)"
 
@@ -921,9 +925,9 @@ class NarrowOp(ShapeUnaryOp):
     """
 
     name = "aten.narrow"
-    dim = prop_def(IntegerAttr[I64])
-    start = prop_def(IntegerAttr[I64])
-    length = prop_def(IntegerAttr[I64])
+    dim = prop_def(IntegerAttr[builtin.I64])
+    start = prop_def(IntegerAttr[builtin.I64])
+    length = prop_def(IntegerAttr[builtin.I64])
     assembly_format = (
         "$input `dim` `=` $dim `start` `=` $start `length` `=` $length attr-dict "
         "`:` type($input) `->` type($result)"
@@ -950,10 +954,10 @@ class SliceOp(ShapeUnaryOp):
     """
 
     name = "aten.slice"
-    dim = prop_def(IntegerAttr[I64])
-    start = prop_def(IntegerAttr[I64])
-    end = prop_def(IntegerAttr[I64])
-    step = prop_def(IntegerAttr[I64])
+    dim = prop_def(IntegerAttr[builtin.I64])
+    start = prop_def(IntegerAttr[builtin.I64])
+    end = prop_def(IntegerAttr[builtin.I64])
+    step = prop_def(IntegerAttr[builtin.I64])
     assembly_format = (
         "$input `dim` `=` $dim `start` `=` $start `end` `=` $end `step` `=` $step "
         "attr-dict `:` type($input) `->` type($result)"
@@ -1125,7 +1129,7 @@ class ReductionOp(AtenOp, ABC):
     input = operand_def(TensorType)
     result = result_def(TensorType)
     dims = opt_prop_def(IntArray)
-    keepdim = opt_prop_def(IntegerAttr[BOOL])
+    keepdim = opt_prop_def(IntegerAttr[builtin.I1])
     traits = traits_def(Pure(), Reduction())
     assembly_format = (
         "$input (`dims` `=` $dims^)? (`keepdim` `=` $keepdim^)? attr-dict `:` type($input) "
@@ -1144,7 +1148,10 @@ class ReductionOp(AtenOp, ABC):
         shape = [
             1 if i in dims else s for i, s in enumerate(t.get_shape()) if keep or i not in dims
         ]
-        dt = self.results[0].type.get_element_type() if self.results else self.default_dtype(t)
+        if self.results:
+            dt = _require_tensor(self, self.results[0].type, "result").get_element_type()
+        else:
+            dt = self.default_dtype(t)
         return [TensorType(dt, shape)]
 
     def default_dtype(self, t: TensorType) -> Attribute:
@@ -1264,7 +1271,7 @@ class NormalizationOp(AtenOp, ABC):
 class SoftmaxLikeOp(NormalizationOp, ABC):
     input = operand_def(TensorType)
     result = result_def(TensorType)
-    dim = prop_def(IntegerAttr[I64])
+    dim = prop_def(IntegerAttr[builtin.I64])
     assembly_format = "$input `dim` `=` $dim attr-dict `:` type($input) `->` type($result)"
 
     def __init__(self, input: SSAValue | Operation, dim: int, dtype: Attribute | None = None):
@@ -1276,7 +1283,10 @@ class SoftmaxLikeOp(NormalizationOp, ABC):
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
         t = _require_tensor(self, operand_types[0])
         inf.normalize_dim(self.dim.value.data, max(t.get_num_dims(), 1))
-        dt = self.results[0].type.get_element_type() if self.results else t.get_element_type()
+        if self.results:
+            dt = _require_tensor(self, self.results[0].type, "result").get_element_type()
+        else:
+            dt = t.get_element_type()
         if not inf.is_float(dt):
             raise VerifyException(f"needs a floating-point result, got {dt}")
         return [TensorType(dt, t.get_shape())]
@@ -1319,7 +1329,7 @@ class LayerNormOp(NormalizationOp):
     result = result_def(TensorType)
     normalized_shape = prop_def(IntArray)
     eps = prop_def(Number)
-    has_weight = opt_prop_def(IntegerAttr[BOOL])
+    has_weight = opt_prop_def(IntegerAttr[builtin.I1])
     assembly_format = (
         "$input (`,` $params^)? `normalized_shape` `=` $normalized_shape `eps` `=` $eps "
         "(`has_weight` `=` $has_weight^)? attr-dict `:` type($input) (`,` type($params)^)? `->` type($result)"
@@ -1387,7 +1397,7 @@ class GatherOp(AtenOp):
     input = operand_def(TensorType)
     index = operand_def(TensorType)
     result = result_def(TensorType)
-    dim = prop_def(IntegerAttr[I64])
+    dim = prop_def(IntegerAttr[builtin.I64])
     traits = traits_def(Pure())
     assembly_format = (
         "$input `,` $index `dim` `=` $dim attr-dict `:` type($input) `,` type($index) "
@@ -1546,7 +1556,7 @@ class SymSizeOp(LazyFormatOp):
 
     name = "aten.sym_size"
     input = operand_def(TensorType)
-    dim = prop_def(IntegerAttr[I64])
+    dim = prop_def(IntegerAttr[builtin.I64])
     result = result_def(I64)
     traits = traits_def(Pure())
     assembly_format = "$input `dim` `=` $dim attr-dict `:` type($input) `->` type($result)"

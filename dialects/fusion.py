@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from fusec.dialects.aten import SizeType, chunk_sizes
 from fusec.dialects.inference import DYNAMIC, I64, broadcast_shapes, normalize_dim
 from fusec.dialects.lazy_format import LazyFormatOp
+from xdsl.dialects import builtin
 from xdsl.dialects.builtin import (
     ArrayAttr,
     IntAttr,
@@ -222,8 +223,8 @@ class BroadcastingChunkOp(LazyFormatOp):
     name = "fusion.broadcasting_chunk"
     inputs = var_operand_def(TensorType)
     outputs = var_result_def(TensorType)
-    chunks = prop_def(IntegerAttr[I64])
-    dim = prop_def(IntegerAttr[I64])
+    chunks = prop_def(IntegerAttr[builtin.I64])
+    dim = prop_def(IntegerAttr[builtin.I64])
     traits = traits_def(Pure())
     assembly_format = (
         "$inputs `chunks` `=` $chunks `dim` `=` $dim attr-dict `:` type($inputs) "

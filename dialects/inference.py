@@ -48,7 +48,7 @@ DYNAMIC = DYNAMIC_INDEX
 DTYPES: tuple[Attribute, ...] = (BOOL, U8, I8, I16, I32, I64, F16, BF16, F32, F64)
 """Every element type fusec understands, in no particular order."""
 
-_INT_RANK = {U8: 0, I8: 0, I16: 1, I32: 2, I64: 3}
+_INT_RANK: dict[Attribute, int] = {U8: 0, I8: 0, I16: 1, I32: 2, I64: 3}
 
 
 def is_dtype(t: Attribute) -> bool:
@@ -167,6 +167,14 @@ def reshape_infers(shape: Sequence[int]) -> bool:
 
 def format_shape(shape: Sequence[int]) -> str:
     return "[" + ", ".join("?" if d == DYNAMIC else str(d) for d in shape) + "]"
+
+
+def tensor_type(t: Attribute) -> TensorType:
+    """`t`, which verified IR makes a tensor type (an operand or result of an op
+    whose definition says so), as one: a check a type checker narrows by."""
+    if not isinstance(t, TensorType):
+        raise TypeError(f"expected a tensor type, got {t}")
+    return t
 
 
 def broadcast_result(operand_types: Sequence[Attribute], dtype: Attribute) -> TensorType:

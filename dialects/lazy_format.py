@@ -83,7 +83,7 @@ class LazyFormatOp(IRDLOperation, ABC):
         _FORMATS[cls] = text
         del cls.assembly_format  # xDSL would parse it now
         cls.parse = classmethod(_parse)  # type: ignore[method-assign, assignment]
-        cls.print = _print  # type: ignore[method-assign]
+        cls.print = _print  # type: ignore[method-assign, assignment]
 
 
 def _parse(cls: type[IRDLOperation], parser: Parser) -> IRDLOperation:

@@ -17,6 +17,8 @@ anything) have the `UNKNOWN` root, which may alias every other root.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from fusec.dialects.aten import CopyOp, OpaqueOp, ShapeOp
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, OpResult, SSAValue
@@ -54,7 +56,7 @@ def may_alias(a: object, b: object) -> bool:
     return a is b or a is UNKNOWN or b is UNKNOWN
 
 
-def tensor_roots(values: list[SSAValue] | tuple[SSAValue, ...]) -> set[object]:
+def tensor_roots(values: Sequence[SSAValue]) -> set[object]:
     """The alias roots of the tensors among `values`."""
     return {alias_root(v) for v in values if isinstance(v.type, TensorType)}
 

@@ -46,6 +46,7 @@ from fusec.dialects.aten import (
     SqueezeOp,
     TransposeOp,
 )
+from fusec.dialects.inference import tensor_type
 from fusec.passes.concat_matmul_sum import static_matrix, swapped_input
 from fusec.passes.fusion_remarks import derived_from
 from fusec.passes.fusion_utils import in_group
@@ -100,7 +101,7 @@ def _stacked(parts: list[SSAValue], new_ops: list[Operation]) -> SSAValue:
         part = parts[0].type
         assert isinstance(part, TensorType)
         m, k = part.get_shape()
-        if t0 == 0 and xs.type.get_shape()[0] == len(parts):  # type: ignore[attr-defined]
+        if t0 == 0 and tensor_type(xs.type).get_shape()[0] == len(parts):
             flat = ReshapeOp(xs, [m * len(parts), k])
             new_ops.append(flat)
             return flat.result
@@ -126,7 +127,7 @@ def _thin(mm: MmOp) -> bool:
     lhs, rhs = static_matrix(mm.lhs), static_matrix(mm.rhs)
     if lhs is None or rhs is None:
         return False
-    dtypes = {v.type.get_element_type() for v in (mm.lhs, mm.rhs, mm.result)}  # type: ignore[attr-defined]
+    dtypes = {tensor_type(v.type).get_element_type() for v in (mm.lhs, mm.rhs, mm.result)}
     return len(dtypes) == 1 and lhs[0] < rhs[0] and lhs[0] < rhs[1]
 
 

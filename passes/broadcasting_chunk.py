@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 from fusec.dialects.aten import AtenOp, ChunkOp
 from fusec.dialects.fusion import BroadcastingChunkOp
-from fusec.dialects.inference import DYNAMIC, normalize_dim
+from fusec.dialects.inference import DYNAMIC, normalize_dim, tensor_type
 from fusec.passes.aliasing import tensor_roots, written_between
 from fusec.passes.fusion_utils import in_group, is_consumer, is_pointwise
 from xdsl.context import Context
@@ -121,7 +121,7 @@ def _piece_type(t: Attribute, chunks: int, dim: int, j: int) -> Attribute:
 
 
 def _negative_dim(chunk: ChunkOp) -> int:
-    rank = SSAValue.get(chunk.input).type.get_num_dims()  # pyright: ignore[reportAttributeAccessIssue]
+    rank = tensor_type(SSAValue.get(chunk.input).type).get_num_dims()
     return normalize_dim(chunk.dim.value.data, rank) - rank
 
 
@@ -160,7 +160,7 @@ class MoveProducerBelowBroadcastingChunk(RewritePattern):
         inputs = list(op.inputs)
         n = len(op.outputs) // len(inputs)
         chunks = op.chunks.value.data
-        rank = max(SSAValue.get(v).type.get_num_dims() for v in inputs)  # pyright: ignore[reportAttributeAccessIssue]
+        rank = max(tensor_type(SSAValue.get(v).type).get_num_dims() for v in inputs)
         dim = normalize_dim(op.dim.value.data, rank) - rank
         for k, value in enumerate(inputs):
             pieces = list(op.outputs[k * n : (k + 1) * n])

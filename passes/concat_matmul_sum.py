@@ -177,20 +177,21 @@ class ConcatProducts(RewritePattern):
         if len(found.products) < 2:
             return
         m, n = out
-        dtype = op.result.type.get_element_type()  # type: ignore[attr-defined]
-        if any(o.type.get_element_type() != dtype for o in found.others):  # type: ignore[attr-defined]
+        dtype = op.result.type.get_element_type()
+        if any(inf.tensor_type(o.type).get_element_type() != dtype for o in found.others):
             return  # a promoting add: leave the sum as written
         lhs: list[SSAValue] = []
         rhs: list[SSAValue] = []
         new_ops: list[Operation] = []
         for mm, flipped in found.products:
-            sizes = static_matrix(mm.lhs), static_matrix(mm.rhs)
+            lhs_sizes, rhs_sizes = static_matrix(mm.lhs), static_matrix(mm.rhs)
             want = out[::-1] if flipped else out
             if (
-                None in sizes
+                lhs_sizes is None
+                or rhs_sizes is None
                 or static_matrix(mm.result) != want
                 or mm.result.type.get_element_type() != dtype
-            ):  # type: ignore[attr-defined]
+            ):
                 for new in new_ops:
                     new.erase()
                 return
@@ -199,7 +200,7 @@ class ConcatProducts(RewritePattern):
                 if flipped
                 else (mm.lhs, mm.rhs)
             )
-            k = sizes[0][1]  # type: ignore[index]
+            k = lhs_sizes[1]
             if not _pays_off(m, n, k):
                 for new in new_ops:
                     new.erase()

@@ -13,7 +13,7 @@ removed by `reconcile-unrealized-casts` once everything is lowered.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -24,11 +24,15 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     IndexType,
     IntegerAttr,
-    IntegerType,
     MemRefType,
     ModuleOp,
     UnrealizedConversionCastOp,
     VectorType,
+    i1,
+    i8,
+    i16,
+    i32,
+    i64,
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
@@ -40,11 +44,12 @@ from xdsl.pattern_rewriter import (
     op_type_rewrite_pattern,
 )
 
-I64 = IntegerType(64)
-I32 = IntegerType(32)
-I16 = IntegerType(16)
-I8 = IntegerType(8)
-I1 = IntegerType(1)
+# xDSL's instances, typed `IntegerType[Literal[64], ...]`, which `IntegerAttr` takes.
+I64 = i64
+I32 = i32
+I16 = i16
+I8 = i8
+I1 = i1
 _F32 = Float32Type()
 
 
@@ -100,7 +105,7 @@ def icmp(lhs: SSAValue, rhs: SSAValue, pred: str) -> llvm.ICmpOp:
     return llvm.ICmpOp(lhs, rhs, IntegerAttr(flag, I64))
 
 
-_BINARY: dict[type[Operation], type[Operation]] = {
+_BINARY: dict[type[Operation], Callable[[SSAValue, SSAValue], Operation]] = {
     arith.AddfOp: llvm.FAddOp, arith.SubfOp: llvm.FSubOp, arith.MulfOp: llvm.FMulOp,
     arith.DivfOp: llvm.FDivOp, arith.AddiOp: llvm.AddOp,
     arith.SubiOp: llvm.SubOp, arith.MuliOp: llvm.MulOp, arith.DivSIOp: llvm.SDivOp,
@@ -119,7 +124,7 @@ class BinaryToLLVM(RewritePattern):
         if cls is None:
             return
         a, b = (to_llvm(v, rewriter) for v in op.operands)
-        new = cls(a, b)  # type: ignore[call-arg]
+        new = cls(a, b)
         flags = getattr(op, "fastmath", None)
         if flags is not None and flags.data:
             # Only reduction accumulators carry flags (`reassoc`, so LLVM may
@@ -137,8 +142,8 @@ class ConstantToLLVM(RewritePattern):
     def match_and_rewrite(self, op: arith.ConstantOp, rewriter: PatternRewriter, /):
         t = llvm_type(op.result.type)
         value = op.value
-        if isinstance(value, IntegerAttr):
-            value = IntegerAttr(value.value.data, t)
+        if isinstance(value, IntegerAttr):  # an index constant is an i64 one
+            value = IntegerAttr(value.value.data, I64 if isinstance(value.type, IndexType) else value.type)
         elif isinstance(value, FloatAttr) and isinstance(op.result.type, BFloat16Type):
             import struct
 
@@ -153,6 +158,7 @@ class CmpToLLVM(RewritePattern):
     the predicate numbering is LLVM's in both dialects."""
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
+        new: Operation
         if isinstance(op, arith.CmpfOp):
             a, b = (to_llvm(v, rewriter) for v in op.operands)
             new = llvm.FCmpOp(a, b, IntegerAttr(op.predicate.value.data, I64))
@@ -193,9 +199,9 @@ class MinMaxToLLVM(RewritePattern):
             res = llvm.SelectOp(nan, both, pick)
             replace_with_llvm(op, [gt, pick, nan, both, res], res.res, rewriter)
             return
-        gt = icmp(a, b, pred)
-        res = llvm.SelectOp(gt, a, b)
-        replace_with_llvm(op, [gt, res], res.res, rewriter)
+        igt = icmp(a, b, pred)
+        res = llvm.SelectOp(igt, a, b)
+        replace_with_llvm(op, [igt, res], res.res, rewriter)
 
 
 def _bf16_to_f32(bits: SSAValue) -> list[Operation]:

@@ -8,7 +8,7 @@ fabs, floor, ceil, trunc, round, copysign, fma) become that intrinsic on both
 targets. The transcendental ones differ:
 
 - `cpu`: expanded inline into llvm-dialect float arithmetic (range reduction +
-  polynomial, see `fusec.passes.math_polynomials`), so a loop over them
+  polynomial, see `fusec.passes.lowering.math_expansions`), so a loop over them
   vectorizes: no libm call is left. A sin/cos marked
   `{fusec.sincos_range = "fast"}` (by `sincos-fast-path`) gets the short
   Cody-Waite reduction only.
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fusec.passes import math_polynomials as poly
+from fusec.passes.lowering import math_expansions as poly
 from xdsl.context import Context
 from xdsl.dialects import llvm, math
 from xdsl.dialects.builtin import AnyFloat, Float32Type, FloatAttr, ModuleOp, StringAttr
@@ -48,7 +48,7 @@ def _scalar_float(op: Operation) -> AnyFloat | None:
 
 
 _INTRINSIC_SUFFIX = {True: "f32", False: "f64"}
-_ROUNDING_INTRINSICS = {
+_ROUNDING_INTRINSICS: dict[type[Operation], str] = {
     math.TruncOp: "llvm.trunc",
     math.RoundOp: "llvm.round",
     math.RoundEvenOp: "llvm.roundeven",

@@ -18,7 +18,7 @@ by a constant) is a stack slot:
     %b1 = "llvm.alloca"(%n1) <{alignment = 64 : i64, elem_type = f32}> : (i64) -> !llvm.ptr
 
 A memref's address as an integer (a GPU kernel's test that its accesses are
-aligned vectors, `fusec.passes.gpu_loop`):
+aligned vectors, `fusec.passes.lowering.gpu_loop`):
 
     %a = memref.extract_aligned_pointer_as_index %m : memref<?xf32> -> index
     ->
@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 from fusec.passes.convert_arith_to_llvm import (
     I1,
+    I8,
     icmp,
     memory_type,
     replace_with_llvm,
@@ -85,7 +86,7 @@ class LoadToLLVM(RewritePattern):
         load = llvm.LoadOp(gep.result, memory_type(et), alignment=_alignment(op))
         ops: list[Operation] = [gep, load]
         if et == I1:
-            zero = llvm.ConstantOp(IntegerAttr(0, memory_type(et)), memory_type(et))
+            zero = llvm.ConstantOp(IntegerAttr(0, I8), I8)  # bool's memory type
             ne = icmp(load.dereferenced_value, zero.result, "ne")
             ops += [zero, ne]
         replace_with_llvm(op, ops, ops[-1].results[0], rewriter)

@@ -1,5 +1,5 @@
 """convert-vector-to-llvm: the 1-D `vector` ops of the loop level (the tiled
-CPU nest's block transposes, `fusec.passes.cpu_loop_nest`) to the `llvm`
+CPU nest's block transposes, `fusec.passes.lowering.cpu_loop_nest`) to the `llvm`
 dialect. Loads and stores address a flat `memref<?xT>` as scalar loads do
 (`convert-memref-to-llvm`), aligned to one element only: a block starts
 anywhere in the operand.

@@ -80,9 +80,11 @@ class SplitAddmm(RewritePattern):
         beta = number_value(op.beta, 1)
         alpha = number_value(op.alpha, 1)
         if beta == 0:
-            result = product.result if alpha == 1 else scaled(product.result, op.alpha)  # pyright: ignore[reportArgumentType]
+            result: SSAValue = product.result
+            if op.alpha is not None and alpha != 1:
+                result = scaled(product.result, op.alpha)
         else:
-            bias = op.bias if beta == 1 else scaled(op.bias, op.beta)  # pyright: ignore[reportArgumentType]
+            bias = op.bias if op.beta is None or beta == 1 else scaled(op.bias, op.beta)
             add = AddOp(bias, product, alpha=None if alpha == 1 else op.alpha)
             new_ops.append(add)
             result = add.result

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from fusec.dialects import aten
 from fusec.dialects import inference as inf
 from fusec.dialects.opmath import is_step, mark_steps
-from fusec.passes.reduction_domain import is_reduction, keeps_dims, reduced_dims
+from fusec.passes.lowering.reduction_domain import is_reduction, keeps_dims, reduced_dims
 from xdsl.context import Context
 from xdsl.dialects.arith import ConstantOp
 from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, ModuleOp, TensorType, i64
@@ -278,7 +278,7 @@ class BroadcastSqueezedLeadingDim(RewritePattern):
             if not isinstance(v, OpResult) or _squeezed_dim(v.op) != 0:
                 continue
             k = v.op.operands[0]
-            if k.type.get_num_dims() > res_t.get_num_dims():  # type: ignore[attr-defined]
+            if inf.tensor_type(k.type).get_num_dims() > res_t.get_num_dims():
                 continue
             op.operands[i] = k
             rewriter.handle_operation_modification(op)
@@ -294,8 +294,11 @@ class SquareForPowTwo(RewritePattern):
         -> %r = aten.mul %x, %x : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
     """
 
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: aten.PowOp, rewriter: PatternRewriter) -> None:
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        # Not `op_type_rewrite_pattern`: `aten.PowOp` is made by a factory, so a
+        # type checker cannot read it as an annotation.
+        if not isinstance(op, aten.PowOp):
+            return
         exponent = op.operands[1]
         const = exponent.owner
         if not isinstance(const, ConstantOp) or not isinstance(op.operands[0].type, TensorType):

@@ -99,7 +99,7 @@ class FoldBiasAdd(RewritePattern):
                 new = AddmmOp.create(
                     operands=[bias, mm.lhs, mm.rhs],
                     result_types=[out],
-                    properties={} if unit else {"alpha": op.alpha},  # type: ignore[dict-item]
+                    properties={} if unit or op.alpha is None else {"alpha": op.alpha},
                 )
             if new is None:
                 continue

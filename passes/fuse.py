@@ -50,7 +50,7 @@ from fusec.passes.fusion_utils import (
     merge_groups,
     wrap_in_group,
 )
-from fusec.passes.reduction_domain import fusion_shape, is_fusible_reduction
+from fusec.passes.lowering.reduction_domain import fusion_shape, is_fusible_reduction
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Operation, OpResult, SSAValue
@@ -327,11 +327,16 @@ class FusePass(ModulePass):
         patterns.append(FuseProducerIntoConsumer(state, rejections))
         if self.horizontal:
             patterns.append(FuseSiblingsHorizontally(state, rejections))
+
+        def next_walk(_region: object, _listener: object) -> bool:
+            state.new_walk()
+            return False  # it changes no IR
+
         PatternRewriteWalker(
             GreedyRewritePatternApplier(patterns),
             walk_reverse=True,
             apply_recursively=True,
-            post_walk_func=lambda _region, _listener: state.new_walk() or False,
+            post_walk_func=next_walk,
         ).rewrite_module(op)
         self._clean_up(op, state)
         if rejections is not None:

@@ -205,19 +205,20 @@ class MoveCatIntoGroup(RewritePattern):
             return
         if _part_written_before(group, op):
             return
-        types = [v.type for v in op.inputs]
-        if not all(isinstance(t, TensorType) for t in types):
+        types = [t for v in op.inputs if isinstance(t := v.type, TensorType)]
+        if len(types) != len(op.inputs):
             return
-        if len({tuple(t.get_shape()) for t in types}) != 1:  # type: ignore[union-attr]
+        if len({tuple(t.get_shape()) for t in types}) != 1:
             return
-        parts = [group.yield_op.values[v.index] for v in op.inputs]  # type: ignore[union-attr]
+        # `_exit_group`: every part is a result of `group`.
+        parts = [group.yield_op.values[v.index] for v in op.inputs if isinstance(v, OpResult)]
         # A part only the cat reads stops being an output of its own.
         keep = [r for r in group.results if any(u.operation is not op for u in r.uses)]
         n_args = len(group.inputs) + _kernel_outputs(group) - (len(group.results) - len(keep))
         if n_args > self.arg_limit:
             return
 
-        rank = types[0].get_num_dims()  # type: ignore[union-attr]
+        rank = types[0].get_num_dims()
         body = Region()
         group.body.move_blocks(body)
         block = body.block

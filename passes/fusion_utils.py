@@ -40,7 +40,7 @@ from xdsl.rewriter import InsertPoint
 from xdsl.traits import is_side_effect_free
 
 if TYPE_CHECKING:
-    from fusec.passes.reduction_domain import FusionShape
+    from fusec.passes.lowering.reduction_domain import FusionShape
 
 DEFAULT_ARG_LIMIT = 128
 """Kernel arguments (inputs + outputs) a group may take, as the seeds' NVRTC limit."""
@@ -74,7 +74,7 @@ def is_scalar_constant(op: Operation | None) -> bool:
 
 def is_consumer(op: Operation) -> bool:
     """Ops a producer can fuse into: pointwise ops, reductions and existing groups."""
-    from fusec.passes.reduction_domain import is_fusible_reduction
+    from fusec.passes.lowering.reduction_domain import is_fusible_reduction
 
     return isinstance(op, GroupOp) or is_pointwise(op) or is_fusible_reduction(op)
 
@@ -100,8 +100,8 @@ class FusionState:
     cloned_constants: set[Operation] = field(default_factory=set[Operation])
     _sizes: dict[GroupOp, int] = field(default_factory=dict[GroupOp, int])
     _reducing: dict[GroupOp, bool] = field(default_factory=dict[GroupOp, bool])
-    _writes: dict[Block, tuple[list[int], list[object]]] = field(
-        default_factory=dict[Block, tuple[list[int], list[object]]]
+    _writes: dict[Block, tuple[list[int], list[CopyOp]]] = field(
+        default_factory=dict[Block, tuple[list[int], list[CopyOp]]]
     )
 
     fusion_shapes: dict[Operation, FusionShape] = field(
@@ -482,7 +482,7 @@ def merge_groups(
         kept, gone = producer, group
         ins = _Inputs(kept, state)
         yield_op = kept.yield_op
-        inner_of = dict(zip(producer.outputs, yield_op.values, strict=True))
+        inner_of: dict[SSAValue, SSAValue] = dict(zip(producer.outputs, yield_op.values, strict=True))
         gone_block = gone.body.block
         for outer, arg in zip(consumer_inputs_, gone_block.args, strict=True):
             inner = inner_of.get(outer)

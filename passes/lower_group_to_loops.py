@@ -23,7 +23,7 @@ arguments too. One kernel therefore serves every shape of a canonical key.
     }
 
 With `target="nvptx"` the nest is a grid-stride loop over the flattened
-index, the thread id read from NVVM special registers (`fusec.passes.gpu_loop`:
+index, the thread id read from NVVM special registers (`fusec.passes.lowering.gpu_loop`:
 in i32 when numel and every offset fit, 4 elements per trip when the innermost
 dim's accesses are aligned vectors, else in 64-bit index math).
 """
@@ -35,24 +35,20 @@ from dataclasses import dataclass
 
 from fusec.dialects import aten
 from fusec.dialects import inference as inf
-from fusec.passes.cpu_loop_nest import cpu_loops
-from fusec.passes.loop_lowering import (
-    _CAT_NOT_EXIT,
-    _VIEW_OPS,
-    DYN,
-    INDEX,
-    _check_dtype,
-    _divides_integers,
-    _Emitter,
-    _exit_outputs,
-    _plan,
-    _storage_type,
-    dtype_name,
-    emit_pointwise,
+from fusec.passes.lowering.cpu_loop_nest import cpu_loops
+from fusec.passes.lowering.emitter import DYN, INDEX, LoopEmitter, dtype_name, storage_type
+from fusec.passes.lowering.kernel_args import (
+    CAT_NOT_EXIT,
+    VIEW_OPS,
+    check_dtype,
+    exit_outputs,
     finish_kernel,
     kernel_entry,
-    storage_type,
+    plan_kernel,
+    storage_type_named,
 )
+from fusec.passes.lowering.operand_dtypes import divides_integers
+from fusec.passes.lowering.pointwise import emit_pointwise
 from fusec.runtime.kernel_signature import KernelSignature, OutputSpec
 from xdsl.context import Context
 from xdsl.dialects import arith, func, memref, scf
@@ -78,19 +74,19 @@ def build_loop_kernel(
 ) -> tuple[func.FuncOp, KernelSignature]:
     """Builds the loop-level kernel of a group body (block args = group inputs,
     terminator yields the outputs), and its plain-data signature. `tile` (cpu)
-    adds the tiled nest for transposed operands (`fusec.passes.cpu_loop_nest`),
+    adds the tiled nest for transposed operands (`fusec.passes.lowering.cpu_loop_nest`),
     which transposes blocks in `vector_bits` registers."""
     if any(op.has_trait(aten.Reduction) for op in body.ops):
-        from fusec.passes.lower_reduction_to_loops import build_reduction_kernel
+        from fusec.passes.lowering.reduction_kernel import build_reduction_kernel
 
-        if any(_divides_integers(op) for op in body.ops):
+        if any(divides_integers(op) for op in body.ops):
             # Its divisors could be 0, and a reduction kernel has no flag to say so:
             # the group runs through PyTorch, which raises eager's error.
             raise DiagnosticException("lower-group-to-loops: integer division in a reduction group")
 
         return build_reduction_kernel(name, body, result_types, target)
-    plan = _plan(body)
-    out_values, outs, exits = _exit_outputs(body, result_types)
+    plan = plan_kernel(body)
+    out_values, outs, exits = exit_outputs(body, result_types)
     yielded = body.last_op.operands if body.last_op is not None else ()
     exit_cats = {yielded[e.result].owner for e in exits}
     rank = max([t.get_num_dims() for t in outs if isinstance(t, TensorType)], default=0)
@@ -102,7 +98,7 @@ def build_loop_kernel(
     arg_types += [INDEX] * lrank
     mem_types: list[Attribute] = []
     for spec in plan.operands:
-        mem_types.append(MemRefType(_storage_type(spec.dtype, body), [DYN]))
+        mem_types.append(MemRefType(storage_type_named(spec.dtype), [DYN]))
     out_specs: list[OutputSpec] = []
     for t in outs:
         if not isinstance(t, TensorType):
@@ -111,7 +107,7 @@ def build_loop_kernel(
                 "(groups yield tensors; a scalar-only group has no index space)"
             )
         et = t.get_element_type()
-        _check_dtype(et)
+        check_dtype(et)
         mem_types.append(MemRefType(storage_type(et), [DYN]))
         out_specs.append(OutputSpec(dtype_name(et), tuple(t.get_shape())))
     for mt in mem_types:
@@ -121,7 +117,7 @@ def build_loop_kernel(
     entry, a, sizes, mems, pos = kernel_entry(arg_types, len(mem_types), lrank, gpu)
     scalar_args = a[pos : pos + len(scalar_types)]
 
-    e = _Emitter()
+    e = LoopEmitter()
     c0 = e.const(0, INDEX)
     c1 = e.const(1, INDEX)
     # An operand dim that is statically 1 reads its one element at every index of
@@ -144,7 +140,7 @@ def build_loop_kernel(
             arg_types.append(flag_arg[0].type)
         return flag_arg[0]
 
-    def emit_body(b: _Emitter, refs: Sequence[SSAValue], offsets: Sequence[SSAValue]) -> None:
+    def emit_body(b: LoopEmitter, refs: Sequence[SSAValue], offsets: Sequence[SSAValue]) -> None:
         """The group's body at one index: loads (of `refs`), pointwise ops, stores."""
         vals: dict[SSAValue, SSAValue] = {}
         for v, k in plan.operand_of.items():
@@ -153,14 +149,14 @@ def build_loop_kernel(
         for v, k in plan.scalar_of.items():
             vals[v] = scalar_args[k]
         for op in body.ops:
-            if isinstance(op, _VIEW_OPS):
+            if isinstance(op, VIEW_OPS):
                 continue
             if op is body.last_op:
                 break
             if op in exit_cats:  # written part by part below
                 continue
             if isinstance(op, aten.CatOp):
-                raise DiagnosticException(_CAT_NOT_EXIT)
+                raise DiagnosticException(CAT_NOT_EXIT)
             if isinstance(op, arith.ConstantOp) and not isinstance(op.result.type, TensorType):
                 # A Python-scalar literal the fuser cloned into the group: same value and
                 # type as a scalar kernel argument would have.
@@ -169,11 +165,10 @@ def build_loop_kernel(
             if not op.has_trait(aten.Pointwise):
                 raise DiagnosticException(f"lower-group-to-loops: {op.name} is not pointwise")
             et = op.results[0].type.get_element_type()  # type: ignore[attr-defined]
-            _check_dtype(et)
+            check_dtype(et)
             vals[op.results[0]] = emit_pointwise(b, op, [vals[o] for o in op.operands])
-        # CUDA eager does not raise on an integer division by 0 (PTX gives an
-        # unspecified quotient), so GPU kernels neither flag it nor synchronize.
-        if b.zero_divisors and not b.gpu:
+        # Only CPU kernels record zero divisors (`NvptxScalarOps.flag_zero_divisor`).
+        if b.zero_divisors:
             hit = b.zero_divisors[0]
             for z in b.zero_divisors[1:]:
                 hit = b.add(arith.OrIOp(hit, z))
@@ -186,7 +181,7 @@ def build_loop_kernel(
 
     lanes = 1
     if gpu:
-        from fusec.passes.gpu_loop import gpu_loops
+        from fusec.passes.lowering.gpu_loop import gpu_loops
 
         broadcast_last = [strides[-1] is c0 for _, strides in mems]
         lanes = gpu_loops(e, a[0], sizes, mems, broadcast_last, emit_body)
@@ -200,7 +195,7 @@ def build_loop_kernel(
                 len(plan.operands),
                 c0,
                 c1,
-                lambda ops, refs, offs: emit_body(_Emitter(ops), refs, offs),
+                lambda ops, refs, offs: emit_body(LoopEmitter(ops), refs, offs),
                 tile,
                 vector_bits,
             )
@@ -255,7 +250,7 @@ class LowerGroupToLoopsPass(ModulePass):
     target: str = "cpu"
     """"cpu" (a loop nest over [begin, end) of the outer dim) or "nvptx" (a
     grid-stride loop in three versions: 32-bit with vector lanes, 32-bit, 64-bit;
-    `fusec.passes.gpu_loop`)."""
+    `fusec.passes.lowering.gpu_loop`)."""
     tile: bool = False
     """(cpu) Also a tiled nest, run on launches with a transposed operand: the
     kernel the runtime builds for such layouts (`fusec.codegen.kernel.TILED_CPU`)."""

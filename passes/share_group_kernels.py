@@ -103,7 +103,9 @@ def _yield_to(group: GroupOp, values: Sequence[SSAValue]) -> GroupOp:
     replaced by the new results of the same values)."""
     old = list(group.yield_op.values)
     body = group.detach_region(group.body)
-    Rewriter.replace_op(body.block.last_op, YieldOp(*values))  # type: ignore[arg-type]
+    old_yield = body.block.last_op
+    assert isinstance(old_yield, YieldOp)
+    Rewriter.replace_op(old_yield, YieldOp(*values))
     new = GroupOp(list(group.inputs), [v.type for v in values], body)
     new.attributes |= group.attributes
     Rewriter.insert_op(new, InsertPoint.before(group))

@@ -40,10 +40,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fusec.passes.math_polynomials import SINCOS_RANGE, sincos_fast_max
+from fusec.passes.lowering.math_sincos import SINCOS_RANGE, sincos_fast_max
 from xdsl.context import Context
 from xdsl.dialects import arith, math, scf
 from xdsl.dialects.builtin import (
+    AnyFloat,
     Float32Type,
     Float64Type,
     FloatAttr,
@@ -109,8 +110,9 @@ class SplitSinCosLoop(RewritePattern):
             op.attributes[SINCOS_RANGE] = StringAttr("fast")
             x = op.operands[0]
             ftype = x.type
+            assert isinstance(ftype, AnyFloat)  # `trig` holds float sin/cos
             if type(ftype) not in limits:
-                limits[type(ftype)] = arith.ConstantOp(FloatAttr(sincos_fast_max(ftype), ftype))  # type: ignore[arg-type]
+                limits[type(ftype)] = arith.ConstantOp(FloatAttr(sincos_fast_max(ftype), ftype))
             mag = math.AbsFOp(x)
             # unordered: NaN lanes take the exact loop too
             big = arith.CmpfOp(mag, limits[type(ftype)], "ugt")

@@ -27,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fusec.dialects.aten import ReshapeOp, ViewOp
+from fusec.dialects.inference import tensor_type
 from fusec.passes.fusion_utils import in_group, is_pointwise
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, TensorType
@@ -69,12 +70,12 @@ class MovePointwiseAboveView(RewritePattern):
         assert isinstance(result_type, TensorType)
         shape = result_type.get_shape()
         tensors = [v for v in op.operands if isinstance(v.type, TensorType)]
-        if any(t.type.get_shape() != shape for t in tensors):  # type: ignore[union-attr]
+        if any(tensor_type(t.type).get_shape() != shape for t in tensors):
             return
-        views = {v: None for t in tensors if (v := _view_of(t)) is not None}
+        views = {w: None for t in tensors if (w := _view_of(t)) is not None}
         if not views:
             return
-        sources = {tuple(v.operands[0].type.get_shape()) for v in views}  # type: ignore[union-attr]
+        sources = {tuple(tensor_type(v.operands[0].type).get_shape()) for v in views}
         if len(sources) != 1:
             return
         (source,) = sources

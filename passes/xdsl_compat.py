@@ -43,7 +43,7 @@ def current_token(parser: Parser) -> MLIRToken:
     return parser._current_token  # pyright: ignore[reportPrivateUsage]
 
 
-def use_lexer(parser: Parser, lexer: Lexer[MLIRTokenKind, object]) -> None:
+def use_lexer(parser: Parser, lexer: Lexer[MLIRTokenKind, str]) -> None:
     """Make `parser` read its tokens from `lexer` (from its first token on);
     xDSL's `Parser` builds its own `MLIRLexer` with no way to pass another."""
     from xdsl.parser.generic_parser import ParserState

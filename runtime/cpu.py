@@ -32,7 +32,7 @@ from typing import Any
 
 import torch
 from fusec.backends.llvm_jit import JitModule
-from fusec.runtime import cpu_pool, parallel_launch
+from fusec.runtime import cpu_pool, host_code, parallel_launch
 from fusec.runtime.kernel_signature import KernelArtifact, KernelSignature
 from fusec.runtime.operands import (
     MAX_PLANS,
@@ -396,8 +396,7 @@ class CpuKernel:
         if self._flag_slot is not None:
             lines.append("    check_zero_division(flag)")
         lines.append("    return [" + ", ".join(f"a{j}" for j in plan.results) + "]")
-        exec("\n".join(lines), env)  # noqa: S102 - source built from slot numbers only
-        self.call = env["fast"]  # type: ignore[method-assign]
+        self.call = host_code.define("\n".join(lines), env, "fast", "cpu_call")  # type: ignore[method-assign]
 
     def _call_unplanned(self, inputs: Sequence[Any]) -> list[torch.Tensor]:
         """A call whose operands are not all views of the inputs (a `reshape` view
@@ -497,7 +496,7 @@ class CpuKernel:
     def use_tiles(self) -> None:
         """Makes every later call run the kernel's tiled variant (built now, once):
         the same results, plus a tiled nest for launches with a transposed or an
-        expanded operand (`fusec.passes.cpu_loop_nest`); other launches run its
+        expanded operand (`fusec.passes.lowering.cpu_loop_nest`); other launches run its
         plain nest, the same code as this kernel's. A variant that cannot be had
         leaves this kernel as it is."""
         with self._tiles_lock:
@@ -574,7 +573,7 @@ def _memory_order(
 
     Tensors that are still strided on that dim (operands that disagree on their
     fastest dim) get theirs second innermost, where the kernel tiles the two
-    (`fusec.passes.cpu_loop_nest`), so their cache lines are reused:
+    (`fusec.passes.lowering.cpu_loop_nest`), so their cache lines are reused:
 
         a.t() + b -> out:  a strides (1, n), b and out (n, 1)  ->  dims (0, 1), tiled
 
@@ -606,7 +605,7 @@ def _wants_tiles(
     sizes: Sequence[int], strides: Sequence[Sequence[int]], inner_fixed: Sequence[bool]
 ) -> bool:
     """Whether a launch in this loop order runs faster in the tiled variant's
-    tiled nest, the condition that kernel checks (`fusec.passes.cpu_loop_nest`):
+    tiled nest, the condition that kernel checks (`fusec.passes.lowering.cpu_loop_nest`):
     an operand contiguous along the second innermost dim and strided along the
     innermost one (transposed), or one with a 0 stride along the innermost dim
     that its type does not make a constant (`inner_fixed`: expanded at runtime),

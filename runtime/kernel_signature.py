@@ -16,7 +16,7 @@ from dataclasses import dataclass
 TILED_CPU = "cpu-tiled"
 """The target that builds a CPU kernel's tiled variant (`build_kernel`): the same
 signature and results, plus a tiled loop nest for launches with a transposed or
-an expanded operand (`fusec.passes.cpu_loop_nest`). It doubles or triples the kernel's
+an expanded operand (`fusec.passes.lowering.cpu_loop_nest`). It doubles or triples the kernel's
 compile time, so the runtime builds it only for a layout that needs it (its
 artifact's target is "cpu": it runs as any CPU kernel)."""
 
@@ -104,9 +104,10 @@ class KernelSignature:
     target: str = "cpu"
     exits: tuple[CatExit, ...] = ()
     reduce_dims: tuple[int, ...] = ()
-    """Index-space dims a reduction kernel reduces (`lower_reduction_to_loops`): its
-    outermost loop, the one [begin, end) splits, is the first dim not among them
-    (on nvptx, one block per index of the kept dims)."""
+    """Index-space dims a reduction kernel reduces
+    (`fusec.passes.lowering.reduction_kernel`): its outermost loop, the one
+    [begin, end) splits, is the first dim not among them (on nvptx, one block
+    per index of the kept dims)."""
     zero_division_flag: bool = False
     """The kernel divides integers: one more argument after the scalars, a
     pointer to a byte the kernel sets to 1 when a divisor was 0. The kernel never
@@ -116,10 +117,10 @@ class KernelSignature:
     lanes: int = 1
     """(nvptx pointwise) Consecutive elements a thread takes per trip of its
     loop when the layouts allow one vector access per operand
-    (`fusec.passes.gpu_loop`): the grid is sized for numel / lanes threads."""
+    (`fusec.passes.lowering.gpu_loop`): the grid is sized for numel / lanes threads."""
     cost: float = 1.0
     """Estimated nanoseconds of work per index-space element on one core
-    (`fusec.passes.kernel_cost`): the CPU executor splits a call over threads
+    (`fusec.passes.lowering.kernel_cost`): the CPU executor splits a call over threads
     only when its work pays for the launch."""
 
     @property

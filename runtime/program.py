@@ -40,12 +40,14 @@ what reads IR is in `fusec.codegen.host_program`.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+from fusec.runtime import host_code
 
 log = logging.getLogger("fusec")
 guard_log = logging.getLogger("fusec.guards")
@@ -96,10 +98,15 @@ class HostProgram:
     guard_names: dict[Any, str] = field(default_factory=dict)
     """How the guards log names a guard's group (e.g. with the user's lines);
     by default its ops, `group[sigmoid,mul]`."""
+    group_key: Callable[[Any], str] | None = field(default=None, repr=False)
+    """A kernel step's group op -> its canonical key, for the profiler events'
+    args (set by the compiler, which owns the canonical form; called only once a
+    profiler runs). None, or a step without its op (a warm start), gives none."""
 
     def __post_init__(self) -> None:
         self._run = _generate_run(self)
         self._runs_passing: dict[frozenset[int], Callable[[Sequence[Any]], list[Any]]] = {}
+        self._runs_profiled: dict[frozenset[int], Callable[[Sequence[Any]], list[Any]]] = {}
 
     def run_passing(self, guards: frozenset[int]) -> Callable[[Sequence[Any]], list[Any]]:
         """The generated run for calls known to pass the guard steps at indices
@@ -109,6 +116,15 @@ class HostProgram:
         if run is None:
             run = self._runs_passing[guards] = _generate_run(self, guards)
         return run
+
+    def run_profiled(self, guards: frozenset[int], args: Sequence[Any]) -> list[Any]:
+        """Runs `args` as `run_passing(guards)` does, each kernel launch inside a
+        `torch.profiler` event named for its ops (`fusec.runtime.profiler_events`):
+        what the generated runs call instead of themselves while a profiler runs."""
+        run = self._runs_profiled.get(guards)
+        if run is None:
+            run = self._runs_profiled[guards] = _generate_run(self, guards, profiled=True)
+        return run(args)
 
     def launches_fixed(self, guards: frozenset[int]) -> bool:
         """Whether every run that passes the guard steps at indices `guards`
@@ -139,6 +155,18 @@ class HostProgram:
             out.append(s)
             for branch in s.branches:
                 out += branch.all_steps()
+        return out
+
+    def launch_steps(self) -> list[Step]:
+        """The kernel steps in the order a run launches them (then-regions where
+        their `scf.if` is; else-regions, run through PyTorch, left out): the
+        order that numbers their profiler events (`fusec_add_mul_0`, `..._1`)."""
+        out: list[Step] = []
+        for s in self.steps:
+            if s.kind == "kernel":
+                out.append(s)
+            elif s.kind == "if" and s.branches:
+                out += s.branches[0].launch_steps()
         return out
 
     def describe(self) -> str:
@@ -322,7 +350,7 @@ class _KernelCall:
 
 
 def _generate_run(
-    program: HostProgram, passing: frozenset[int] = frozenset()
+    program: HostProgram, passing: frozenset[int] = frozenset(), *, profiled: bool = False
 ) -> Callable[[Sequence[Any]], list[Any]]:
     """The program as one generated Python function: a local variable per slot,
     a line per step, no interpretation left per call. The then-region of an
@@ -346,20 +374,41 @@ def _generate_run(
                 (s5,) = f2(s4, s3, s1)          # the if step: runs the else-region
             del s3
             return [s5]
+
+    A program with kernels first asks whether a profiler runs (one C call), and
+    if one does, runs instead its `profiled` variant (`run_profiled`), where each
+    kernel call is inside a named event (`fusec.runtime.profiler_events`):
+
+        def run(args):
+            if PROFILING():
+                return PROFILED(args)
+            ...
+
+                with t2_e0():                   # the profiled variant
+                    try:
+                        (t2_s2,) = t2_k0.call((s3, s1))
+                    ...
     """
+    from fusec.runtime import profiler_events
     from fusec.runtime.operands import KernelDeclined
 
     env: dict[str, Any] = {"KernelDeclined": KernelDeclined}
     names = {i: f"s{i}" for i in program.arg_slots}
     lines = ["def run(args):"]
+    events: _Events | None = None
+    if profiled:
+        events = _Events(program.group_key)
+    elif any(s.kind == "kernel" for s in program.all_steps()):
+        env["PROFILING"] = profiler_events.enabled
+        env["PROFILED"] = functools.partial(program.run_profiled, passing)
+        lines += ["    if PROFILING():", "        return PROFILED(args)"]
     if program.arg_slots:
         lines.append("    " + "".join(f"{names[i]}, " for i in program.arg_slots) + "= args")
     else:
         lines.append("    () = args")
-    _emit_steps(program, names, env, lines, "    ", "", passing)
+    _emit_steps(program, names, env, lines, "    ", "", passing, events)
     lines.append("    return [" + ", ".join(names[i] for i in program.out_slots) + "]")
-    exec("\n".join(lines), env)  # noqa: S102 - source built above from slot numbers only
-    return env["run"]
+    return host_code.define("\n".join(lines), env, "run", "program_run")
 
 
 def _emit_steps(
@@ -370,12 +419,14 @@ def _emit_steps(
     indent: str,
     tag: str,
     passing: frozenset[int] = frozenset(),
+    events: _Events | None = None,
 ) -> None:
     """Appends the lines of `program`'s constants and steps. `names` holds each
     slot's variable (those of the arguments are given); `tag` prefixes the
     variables and callables of an inlined then-region, so they stay apart; the
     guard steps at indices `passing` are known to pass, and an `scf.if` on one
-    of them is its then-region alone."""
+    of them is its then-region alone. With `events`, each kernel call is inside
+    its profiler event."""
     passed: set[int] = set()
     for slot, value in program.consts.items():
         names[slot] = f"{tag}s{slot}"
@@ -391,7 +442,7 @@ def _emit_steps(
         if step.kind == "if" and step.branches and step.ins[0] in passed:
             then = step.branches[0]
             sub = {a: names[i] for a, i in zip(then.arg_slots, step.ins[1:], strict=True)}
-            _emit_steps(then, sub, env, lines, indent, f"{tag}t{j}_")
+            _emit_steps(then, sub, env, lines, indent, f"{tag}t{j}_", frozenset(), events)
             got = "".join(f"{sub[i]}, " for i in then.out_slots)
             if step.outs:
                 lines.append(f"{indent}{outs} = ({got})")
@@ -399,7 +450,8 @@ def _emit_steps(
             then = step.branches[0]
             sub = {a: names[i] for a, i in zip(then.arg_slots, step.ins[1:], strict=True)}
             lines.append(f"{indent}if {ins[0]}:")
-            _emit_steps(then, sub, env, lines, indent + "    ", f"{tag}t{j}_")
+            inner = indent + "    "
+            _emit_steps(then, sub, env, lines, inner, f"{tag}t{j}_", frozenset(), events)
             got = "".join(f"{sub[i]}, " for i in then.out_slots)
             lines.append(f"{indent}    {outs} = ({got})" if step.outs else f"{indent}    pass")
             lines.append(f"{indent}else:")
@@ -412,14 +464,36 @@ def _emit_steps(
             env[f"{tag}k{j}"], env[f"{tag}d{j}"] = kernel, step.fn.declined
             packed = f"({', '.join(ins)}{',' if len(ins) == 1 else ''})"
             fast = ".call" if callable(getattr(kernel, "call", None)) else ""
-            lines.append(f"{indent}try:")
-            lines.append(f"{indent}    {outs} = {tag}k{j}{fast}({packed})")
-            lines.append(f"{indent}except KernelDeclined:")
-            lines.append(f"{indent}    {outs} = {tag}d{j}({packed})")
+            at = indent
+            if events is not None:
+                env[f"{tag}e{j}"] = events.of(step)
+                lines.append(f"{indent}with {tag}e{j}():")
+                at = indent + "    "
+            lines.append(f"{at}try:")
+            lines.append(f"{at}    {outs} = {tag}k{j}{fast}({packed})")
+            lines.append(f"{at}except KernelDeclined:")
+            lines.append(f"{at}    {outs} = {tag}d{j}({packed})")
         else:
             lines.append(f"{indent}{outs} = {call}" if step.outs else f"{indent}{call}")
         if step.free:
             lines.append(f"{indent}del " + ", ".join(names[i] for i in step.free))
+
+
+class _Events:
+    """The profiler events of one profiled run's kernel steps, numbered in the
+    order the run launches them (then-regions inline, as they are written out)."""
+
+    def __init__(self, group_key: Callable[[Any], str] | None):
+        self.group_key = group_key
+        self.count = 0
+
+    def of(self, step: Step) -> Callable[[], Any]:
+        from fusec.runtime.profiler_events import event, event_name
+
+        group = step.recipe[1] if step.recipe else None
+        key = self.group_key(group) if self.group_key and group is not None else None
+        self.count += 1
+        return event(event_name(step.name, self.count - 1), key)
 
 
 def _generate_guard(
@@ -455,8 +529,7 @@ def _generate_guard(
         lines.append(f"    if not ({' and '.join(conds)}):")
         lines.append(fail)
     lines.append("    return OK")
-    exec("\n".join(lines), env)  # noqa: S102 - source built from the precomputed checks
-    return env["guard"]
+    return host_code.define("\n".join(lines), env, "guard", "guard")
 
 
 def _device_test(x: str, device: str, full: bool) -> str:

@@ -55,18 +55,40 @@ def cache_dir() -> Path:
     return cache_dirs.default_cache_dir()
 
 
+# The packages whose directories hold fusec's sources. In a source checkout they
+# are four folders (pyproject's package-dir), in an installed wheel one `fusec/`
+# tree holding the other three: sources are named by module, not by path, so
+# both layouts hash the same names.
+_SOURCE_PACKAGES = ("fusec", "fusec.dialects", "fusec.passes", "fusec.runtime")
+
+
+def sources() -> dict[str, Path]:
+    """Every module of the installed fusec package, subpackages included, by
+    dotted name: what `fingerprint` hashes. Found through the import system, not
+    relative to `fusec/__init__.py`, so a wheel's single `fusec/` tree and a
+    checkout's package-dir folders are both covered."""
+    import importlib.util
+
+    found: dict[str, Path] = {}
+    for package in _SOURCE_PACKAGES:
+        spec = importlib.util.find_spec(package)
+        for folder in (spec.submodule_search_locations or []) if spec else []:
+            for path in sorted(Path(folder).rglob("*.py")):
+                parts = path.relative_to(folder).with_suffix("").parts
+                if parts[-1] == "__init__":
+                    parts = parts[:-1]
+                found.setdefault(".".join((package, *parts)), path)
+    return dict(sorted(found.items()))
+
+
 @cache
 def fingerprint() -> str:
     """Changes with any source that shapes compiled programs or machine code:
     every module of the fusec package, and the versions of xdsl, llvmlite, torch."""
-    import fusec
-
     h = hashlib.sha256()
-    root = Path(fusec.__file__).resolve().parent.parent
-    for folder in ("compiler", "dialects", "passes", "runtime"):
-        for path in sorted((root / folder).rglob("*.py")):
-            h.update(path.relative_to(root).as_posix().encode())
-            h.update(path.read_bytes())
+    for name, path in sources().items():
+        h.update(name.encode())
+        h.update(path.read_bytes())
     for dist in ("xdsl", "llvmlite", "torch"):
         h.update(f"{dist}={package_version(dist)}".encode())
     return h.hexdigest()

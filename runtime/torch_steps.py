@@ -1,21 +1,28 @@
-"""Eager PyTorch callables for `aten` ops, from plain data: no IR, no xDSL.
+"""Eager PyTorch callables for ops the host runs unfused, from plain data: no
+IR, no xDSL, no op names.
 
-The host program runs every op it does not fuse through one of these. What an op's
-callable needs of the IR (its name, its properties, which operands are tensors,
-their ranks, its results' dtypes, a reshape's target sizes) is read once into an
-`OpInfo` (`fusec.codegen.torch_ops.op_info`); the callable is made from that alone, so a
-host program loaded from the warm-start cache makes the same callables from the
-same data without importing xDSL:
+What an op's callable needs of the IR (its properties, which operands are
+tensors, their ranks, its results' dtypes, a reshape's target sizes) and which
+PyTorch call runs it (a `TorchStep`: the shape of the call and the torch
+callables, by dotted name) are read once into an `OpInfo` by the compiler
+(`fusec.codegen.torch_ops.op_info`, whose `TORCH_STEPS` registry is keyed by
+op class);
+the callable is made from that alone, so a host program loaded from the
+warm-start cache makes the same callables from the same data without importing
+xDSL:
 
     %r = aten.add %a, %b alpha = 2 : i64 : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
-    OpInfo("aten.add", {"alpha": 2}, (True, True), (1, 1), ("float32",), None)
+    OpInfo("aten.add", {"alpha": 2}, (True, True), (1, 1), ("float32",), None,
+           TorchStep("alpha", "torch.add"))
     step_callable(info)(a, b) == (torch.add(a, b, alpha=2),)
 
-`OpInfo.to_json`/`OpInfo.from_json` are its cache entry form (JSON data).
+`OpInfo.name` is for messages only. `OpInfo.to_json`/`OpInfo.from_json` are its
+cache entry form (JSON data).
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -37,6 +44,28 @@ def dtype_name(dtype: torch.dtype) -> str:
 
 
 @dataclass(frozen=True)
+class TorchStep:
+    """Which PyTorch call runs an op, as plain data: `kind` names the shape of
+    the call (a key of `_BUILDERS`), `fn` the torch callable it makes it with
+    (`"torch.add"`, `"torch.nn.functional.silu"`), and for a binary op whose
+    tensor may come second, `swapped` the one called with the operands swapped
+    (`torch.lt(2, x)` does not exist: `torch.gt(x, 2)`)."""
+
+    kind: str
+    fn: str | None = None
+    swapped: str | None = None
+
+    def to_json(self) -> list[str | None]:
+        return [self.kind, self.fn, self.swapped]
+
+    @staticmethod
+    def from_json(d: list[str | None]) -> TorchStep:
+        kind, fn, swapped = d
+        assert kind is not None
+        return TorchStep(kind, fn, swapped)
+
+
+@dataclass(frozen=True)
 class OpInfo:
     """What an op's eager callable depends on, as plain data."""
 
@@ -50,6 +79,8 @@ class OpInfo:
     """Per result its torch dtype name, None for a scalar."""
     reshape: tuple[int, ...] | None = None
     """For view/reshape: the target sizes (`-1` where torch infers one)."""
+    step: TorchStep = TorchStep("call")
+    """The PyTorch call that runs the op."""
 
     def prop(self, name: str, default: Any = None) -> Any:
         value = self.props.get(name)
@@ -69,6 +100,7 @@ class OpInfo:
             "operand_ranks": list(self.operand_ranks),
             "result_dtypes": list(self.result_dtypes),
             "reshape": None if self.reshape is None else list(self.reshape),
+            "step": self.step.to_json(),
         }
 
     @staticmethod
@@ -81,85 +113,59 @@ class OpInfo:
             tuple(d["operand_ranks"]),
             tuple(d["result_dtypes"]),
             None if reshape is None else tuple(int(s) for s in reshape),
+            TorchStep.from_json(d["step"]),
         )
 
 
-def _one(fn: Callable[..., Any]) -> OpFn:
+@functools.cache
+def torch_function(name: str) -> Callable[..., Any]:
+    """The torch callable a dotted name under `torch` names (`"torch.nn.functional.gelu"`)."""
+    first, *rest = name.split(".")
+    if first != "torch" or not rest:
+        raise ValueError(f"not a torch callable: {name!r}")
+    fn: Any = torch
+    for part in rest:
+        fn = getattr(fn, part)
+    if not callable(fn):
+        raise ValueError(f"not a torch callable: {name!r}")
+    return fn
+
+
+def _fn(op: OpInfo) -> Callable[..., Any]:
+    if op.step.fn is None:
+        raise ValueError(f"{op.name}: its {op.step.kind!r} step names no torch callable")
+    return torch_function(op.step.fn)
+
+
+def _call(op: OpInfo) -> OpFn:
+    fn = _fn(op)
     return lambda *xs: (fn(*xs),)
 
 
-_UNARY: dict[str, Callable[[Any], Any]] = {
-    "aten.neg": torch.neg,
-    "aten.abs": torch.abs,
-    "aten.relu": torch.relu,
-    "aten.exp": torch.exp,
-    "aten.expm1": torch.expm1,
-    "aten.log": torch.log,
-    "aten.log1p": torch.log1p,
-    "aten.sqrt": torch.sqrt,
-    "aten.rsqrt": torch.rsqrt,
-    "aten.reciprocal": torch.reciprocal,
-    "aten.sigmoid": torch.sigmoid,
-    "aten.tanh": torch.tanh,
-    "aten.silu": F.silu,
-    "aten.erf": torch.erf,
-    "aten.sin": torch.sin,
-    "aten.cos": torch.cos,
-    "aten.logical_not": torch.logical_not,
-}
-
-_BINARY: dict[str, Callable[[Any, Any], Any]] = {
-    "aten.mul": torch.mul,
-    "aten.pow": torch.pow,
-    "aten.maximum": torch.maximum,
-    "aten.minimum": torch.minimum,
-    "aten.eq": torch.eq,
-    "aten.ne": torch.ne,
-    "aten.lt": torch.lt,
-    "aten.le": torch.le,
-    "aten.gt": torch.gt,
-    "aten.ge": torch.ge,
-    "aten.logical_and": torch.logical_and,
-    "aten.logical_or": torch.logical_or,
-    "aten.logical_xor": torch.logical_xor,
-}
-
-# torch's comparisons and logical ops take a tensor first; a Python scalar on the
-# left swaps sides (mirroring the comparison).
-_SWAPPED: dict[str, Callable[[Any, Any], Any]] = {
-    "aten.eq": torch.eq,
-    "aten.ne": torch.ne,
-    "aten.lt": torch.gt,
-    "aten.le": torch.ge,
-    "aten.gt": torch.lt,
-    "aten.ge": torch.le,
-    "aten.logical_and": torch.logical_and,
-    "aten.logical_or": torch.logical_or,
-    "aten.logical_xor": torch.logical_xor,
-}
-
-
 def _binary(op: OpInfo) -> OpFn:
-    fn = _BINARY[op.name]
-    if not op.tensor_operands[0] and op.name in _SWAPPED:
-        swapped = _SWAPPED[op.name]
+    # torch's comparisons and logical ops take a tensor first; a Python scalar on
+    # the left swaps sides (mirroring the comparison).
+    if not op.tensor_operands[0] and op.step.swapped is not None:
+        swapped = torch_function(op.step.swapped)
         return lambda a, b: (swapped(b, a),)
+    fn = _fn(op)
     return lambda a, b: (fn(a, b),)
 
 
 def _alpha(op: OpInfo) -> OpFn:
-    fn = torch.add if op.name == "aten.add" else torch.sub
+    fn = _fn(op)
     alpha = op.prop("alpha")
     if alpha is None:
         return lambda a, b: (fn(a, b),)
     return lambda a, b: (fn(a, b, alpha=alpha),)
 
 
-def _div(op: OpInfo) -> OpFn:
+def _rounding(op: OpInfo) -> OpFn:
+    fn = _fn(op)
     mode = op.prop("rounding_mode")
     if mode is None:
-        return lambda a, b: (torch.div(a, b),)
-    return lambda a, b: (torch.div(a, b, rounding_mode=mode),)
+        return lambda a, b: (fn(a, b),)
+    return lambda a, b: (fn(a, b, rounding_mode=mode),)
 
 
 def _to(op: OpInfo) -> OpFn:
@@ -249,7 +255,7 @@ def _slice(op: OpInfo) -> OpFn:
     assert rank is not None
     dim = op.prop("dim")
     if not -max(rank, 1) <= dim < max(rank, 1):
-        raise ValueError(f"aten.slice: dim {dim} out of range for rank {rank}")
+        raise ValueError(f"{op.name}: dim {dim} out of range for rank {rank}")
     dim = dim % max(rank, 1)
     index = (slice(None),) * dim + (slice(op.prop("start"), op.prop("end"), op.prop("step")),)
     return lambda x: (x[index],)
@@ -261,7 +267,7 @@ def _addmm(op: OpInfo) -> OpFn:
 
 
 def _reduction(op: OpInfo) -> OpFn:
-    fn = torch.sum if op.name == "aten.sum" else torch.mean
+    fn = _fn(op)
     rank = op.operand_ranks[0] or 0
     dims = op.prop("dims") or list(range(rank))
     keep = bool(op.prop("keepdim", False))
@@ -272,14 +278,14 @@ def _reduction(op: OpInfo) -> OpFn:
 
 
 def _extremum(op: OpInfo) -> OpFn:
-    fn = torch.amax if op.name == "aten.amax" else torch.amin
+    fn = _fn(op)
     dims = op.prop("dims") or []
     keep = bool(op.prop("keepdim", False))
     return lambda x: (fn(x, dims, keepdim=keep),)
 
 
 def _variance(op: OpInfo) -> OpFn:
-    fn = torch.var if op.name == "aten.var" else torch.std
+    fn = _fn(op)
     dims = op.prop("dims")
     keep = bool(op.prop("keepdim", False))
     correction = op.prop("correction", 1)
@@ -287,7 +293,7 @@ def _variance(op: OpInfo) -> OpFn:
 
 
 def _softmax(op: OpInfo) -> OpFn:
-    fn = torch.softmax if op.name == "aten.softmax" else torch.log_softmax
+    fn = _fn(op)
     dim = op.prop("dim")
     dtype = op.result_dtype()
     return lambda x: (fn(x, dim, dtype=dtype),)
@@ -342,68 +348,52 @@ def _broadcast_sizes(op: OpInfo) -> OpFn:
 
 
 _BUILDERS: dict[str, Callable[[OpInfo], OpFn]] = {
-    "aten.add": _alpha,
-    "aten.sub": _alpha,
-    "aten.div": _div,
-    "aten.to": _to,
-    "aten.clamp": _clamp,
-    "aten.leaky_relu": _leaky_relu,
-    "aten.gelu": _gelu,
-    "aten.where": lambda op: _one(torch.where),
-    "aten.expand": _expand,
-    "aten.view": _reshape,
-    "aten.reshape": _reshape,
-    "aten.unsqueeze": _unsqueeze,
-    "aten.squeeze": _squeeze,
-    "aten.permute": _permute,
-    "aten.transpose": _transpose,
-    "aten.chunk": _chunk,
-    "aten.split": _split,
-    "aten.cat": _cat,
-    "aten.narrow": _narrow,
-    "aten.slice": _slice,
-    "aten.matmul": lambda op: _one(torch.matmul),
-    "aten.mm": lambda op: _one(torch.mm),
-    "aten.addmm": _addmm,
-    "aten.linear": lambda op: _one(F.linear),
-    "aten.sum": _reduction,
-    "aten.mean": _reduction,
-    "aten.amax": _extremum,
-    "aten.amin": _extremum,
-    "aten.var": _variance,
-    "aten.std": _variance,
-    "aten.softmax": _softmax,
-    "aten.log_softmax": _softmax,
-    "aten.layer_norm": _layer_norm,
-    "aten.gather": _gather,
-    "aten.copy_": _copy,
-    "aten.size": lambda op: lambda x: (x.shape,),
-    "aten.sym_size": _sym_size,
-    "aten.full_like": _full_like,
-    "aten.positions": _positions,
-    "fusion.broadcast_sizes": _broadcast_sizes,
-    "fusion.zeros_like": lambda op: (
+    "call": _call,
+    "binary": _binary,
+    "alpha": _alpha,
+    "rounding": _rounding,
+    "to": _to,
+    "clamp": _clamp,
+    "leaky_relu": _leaky_relu,
+    "gelu": _gelu,
+    "expand": _expand,
+    "reshape": _reshape,
+    "unsqueeze": _unsqueeze,
+    "squeeze": _squeeze,
+    "permute": _permute,
+    "transpose": _transpose,
+    "chunk": _chunk,
+    "split": _split,
+    "cat": _cat,
+    "narrow": _narrow,
+    "slice": _slice,
+    "addmm": _addmm,
+    "reduction": _reduction,
+    "extremum": _extremum,
+    "variance": _variance,
+    "softmax": _softmax,
+    "layer_norm": _layer_norm,
+    "gather": _gather,
+    "copy": _copy,
+    "size": lambda op: lambda x: (x.shape,),
+    "sym_size": _sym_size,
+    "full_like": _full_like,
+    "positions": _positions,
+    "broadcast_sizes": _broadcast_sizes,
+    "zeros_like": lambda op: (
         lambda x: (torch.zeros_like(x, memory_format=torch.contiguous_format),)
     ),
 }
-for _name, _fn in _UNARY.items():
-    _BUILDERS[_name] = lambda op, fn=_fn: _one(fn)
-for _name in _BINARY:
-    _BUILDERS[_name] = _binary
+"""`TorchStep.kind` -> the builder of a callable from an `OpInfo`."""
 
-RESHAPE_OPS = ("aten.view", "aten.reshape")
-"""Ops whose `OpInfo.reshape` holds their target sizes."""
-
-
-def has_step(name: str) -> bool:
-    return name in _BUILDERS
+STEP_KINDS = frozenset(_BUILDERS)
 
 
 def step_callable(op: OpInfo) -> OpFn:
     """An eager callable for the op `op` describes, over its runtime operands,
-    returning a tuple; `KeyError` for an op without one."""
+    returning a tuple; `KeyError` for a step kind without a builder."""
     try:
-        builder = _BUILDERS[op.name]
+        builder = _BUILDERS[op.step.kind]
     except KeyError:
-        raise KeyError(f"no eager PyTorch implementation for {op.name}") from None
+        raise KeyError(f"{op.name}: no eager PyTorch step of kind {op.step.kind!r}") from None
     return builder(op)

@@ -1,4 +1,4 @@
-"""The GPU kernel's loop versions (`fusec.passes.gpu_loop`), run on the host.
+"""The GPU kernel's loop versions (`fusec.passes.lowering.gpu_loop`), run on the host.
 
 A pointwise kernel built for nvptx is the same loop-level IR as any other
 except for the four special registers it reads (thread and block ids, block

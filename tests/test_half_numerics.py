@@ -130,3 +130,21 @@ def test_scalar_divided_by_tensor_is_reciprocal_times_scalar(dtype: torch.dtype)
     x = torch.randn(1000).mul(10).to(dtype)
     x[x == 0] = 3
     fused_same(lambda x: 3.0 / (x * 2), x)
+
+
+def _scalar_times_half_unfused(x):
+    # The chunk of a computed value leaves the group without a kernel: its ops
+    # run through PyTorch, where `torch.mul(s, x)` would round `s` to x's dtype.
+    v = 1e-5 * x
+    return v * 1, v.float().chunk(2, 0)[-1] * 1
+
+
+@pytest.mark.parametrize("dtype", HALVES, ids=["f16", "bf16"])
+def test_scalar_times_half_in_a_group_run_through_pytorch(dtype: torch.dtype) -> None:
+    # random graph 3777: 1e-5 * (-1.0003e30 as bfloat16) was one bfloat16 step off
+    x = torch.tensor([0.0, -0.625, -1.0003e30]).to(dtype)
+    f = fusec.compile(_scalar_times_half_unfused)
+    got = f(x)
+    assert f.launches_per_call == 0
+    for g, w in zip(got, _scalar_times_half_unfused(x), strict=True):
+        same(g, w)

@@ -14,8 +14,8 @@ import llvmlite.binding as llvm
 import torch
 from fusec.backends.llvm_jit import host_target_machine, optimize_for_host
 from fusec.codegen.kernel import lower_to_llvm_dialect, translate_to_llvm_ir
-from fusec.passes.gpu_loop import _magic_divisor, _magic_quotient
-from fusec.passes.loop_lowering import INDEX, _Emitter
+from fusec.passes.lowering.emitter import INDEX, LoopEmitter
+from fusec.passes.lowering.gpu_loop import _magic_divisor, _magic_quotient
 from xdsl.dialects import func, memref, scf
 from xdsl.dialects.builtin import DYNAMIC_INDEX, IntegerType, MemRefType, ModuleOp
 from xdsl.ir import Block, Region
@@ -29,9 +29,9 @@ def divide() -> Callable[..., None]:
     i32 = MemRefType(IntegerType(32), [DYNAMIC_INDEX])
     entry = Block(arg_types=[i32, i32, i32, INDEX])
     n_ref, size_ref, out_ref, count = entry.args
-    e = _Emitter()
+    e = LoopEmitter()
     body = Block(arg_types=[INDEX])
-    b = _Emitter([])
+    b = LoopEmitter([])
     i = body.args[0]
     n = b.add(memref.LoadOp.get(n_ref, [i]))
     size = b.add(memref.LoadOp.get(size_ref, [i]))

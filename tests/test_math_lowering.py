@@ -19,7 +19,7 @@ import pytest
 import torch
 from fusec.backends.llvm_jit import host_target_machine
 from fusec.passes.convert_math_to_llvm import ConvertMathToLLVMPass
-from fusec.passes.math_polynomials import SINCOS_FAST_MAX, SINCOS_FAST_MAX_F32
+from fusec.passes.lowering.math_sincos import SINCOS_FAST_MAX, SINCOS_FAST_MAX_F32
 from xdsl.backend.llvm.convert import convert_module
 from xdsl.context import Context
 from xdsl.dialects.arith import Arith

@@ -175,3 +175,40 @@ def test_same_code_other_submodule_is_another_program(cache_dir):
         model = _Act(act)
         torch.testing.assert_close(fusec.compile(model)(x), model(x))
     assert len(_entries(cache_dir, "program")) == 3
+
+
+def test_fingerprint_covers_an_installed_wheels_sources(tmp_path):
+    """Installed from a wheel, fusec is one `fusec/` tree (`fusec/dialects/`,
+    `fusec/passes/`, ...), not the checkout's package-dir folders: the
+    fingerprint still hashes every module, so a changed pass is a new fingerprint
+    (stale programs are not reused after an upgrade)."""
+    import importlib.util
+    import shutil
+
+    site = tmp_path / "site"
+    for package in ("fusec", "fusec.dialects", "fusec.passes", "fusec.runtime"):
+        (folder,) = importlib.util.find_spec(package).submodule_search_locations
+        shutil.copytree(
+            folder,
+            site.joinpath(*package.split(".")),
+            ignore=shutil.ignore_patterns("__pycache__"),
+        )
+    probe = (
+        "import fusec\n"
+        "from fusec.runtime import program_cache as p\n"
+        f"assert fusec.__file__.startswith({str(site)!r}), fusec.__file__\n"
+        "print(p.fingerprint())\n"
+    )
+
+    def fingerprint() -> str:
+        env = {**os.environ, "PYTHONPATH": str(site)}
+        out = subprocess.run(
+            [sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True
+        )
+        assert out.returncode == 0, out.stderr
+        return out.stdout.strip()
+
+    before = fingerprint()
+    with (site / "fusec" / "passes" / "fuse.py").open("a") as f:
+        f.write("\n# an edit\n")
+    assert fingerprint() != before

@@ -1,4 +1,4 @@
-"""Transposed and expanded operands on the CPU (`fusec.passes.cpu_loop_nest`,
+"""Transposed and expanded operands on the CPU (`fusec.passes.lowering.cpu_loop_nest`,
 `fusec.runtime.cpu`): the tiled kernel variant against eager PyTorch on every
 layout it copies (transposed, permuted, partly transposed, expanded, sliced and
 chunked views), at sizes that are and are not multiples of the tiles, and the
@@ -13,7 +13,7 @@ import pytest
 import torch
 from fusec.codegen.kernel import TILED_CPU, build_kernel
 from fusec.dialects.inference import I64
-from fusec.passes.cpu_loop_nest import TILE_INNER, TILE_OUTER
+from fusec.passes.lowering.cpu_loop_nest import TILE_INNER, TILE_OUTER
 from fusec.runtime import cpu
 from fusec.runtime.cache import KernelCache
 from xdsl.dialects.builtin import IntegerAttr

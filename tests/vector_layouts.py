@@ -1,5 +1,5 @@
 """Operand layouts whose innermost runs are, or are not, aligned vectors: what
-a GPU kernel's lanes test (`fusec.passes.gpu_loop._lanes_fit`) must tell apart.
+a GPU kernel's lanes test (`fusec.passes.lowering.gpu_loop._lanes_fit`) must tell apart.
 Shared by the kernels run on a GPU (`test_cuda_runtime.py`) and on the host
 (`test_gpu_loop_on_host.py`)."""
 

@@ -99,6 +99,9 @@ def compile_graph(
             make = functools.partial(graph_function, options=options)
             return dynamo_backend(gm, example_inputs, make), None
         fn = compile(gm, example_inputs, **opts)
+        # Specializations compiled at a later call still file their structured
+        # trace artifacts (`fusec.observability.structured_trace`) under this graph's compile.
+        fn.compile_id = torch._guards.CompileContext.current_compile_id()
     except _DYNAMO_CONTROL_FLOW:
         raise  # Dynamo's own signals (restart the analysis), not failures
     except Exception:  # noqa: BLE001 - Dynamo must get a runnable graph whatever happens

@@ -1,7 +1,8 @@
 """The steps of compiling a specialization that are not `CompiledFunction`'s
 own: running a pass pipeline, the warm-start program cache, kernel lookups
-noted for `fusec.explain`, and what compiling must leave as it found (random
-generators, module buffers, the cyclic GC).
+noted for `fusec.explain`, groups' canonical keys for profiler events, and
+what compiling must leave as it found (random generators, module buffers, the
+cyclic GC).
 
     with rng_preserved(args), buffers_preserved(gm):
         imported = import_fx(gm, args, name)       # runs the graph once
@@ -98,6 +99,13 @@ def recording(
         return kernel
 
     return kernel_for
+
+
+def group_key(group: Any) -> str:
+    """A group's canonical key, for its kernel's profiler events."""
+    from fusec.passes.canonical import canonical_key
+
+    return canonical_key(group).digest
 
 
 def _stats_line(cache: Any) -> str:

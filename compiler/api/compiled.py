@@ -101,6 +101,9 @@ class CompiledFunction(Specializing):
         path checks only the parts of the key that vary with sizes."""
         self._fast_paths: dict[Any, Callable[[tuple[Any, ...]], Any] | None] = {}
         """Per key, its fast path (None: the key has none), made once."""
+        self.compile_id: Any = None
+        """Dynamo's compile id of the graph `fusec.backend` compiled: fusec's
+        structured trace artifacts (`fusec.observability.structured_trace`) go under it."""
         self.mode_modules: tuple[torch.nn.Module, ...] = ()
         """For an `nn.Module`: every module of its tree, whose `training` flags
         the program bakes in (batch norm's statistics, dropout: the trace

@@ -86,6 +86,7 @@ from typing import Any, Protocol
 
 import torch
 from fusec.api.specialization_key import TensorSpec
+from fusec.runtime import host_code
 
 MISS: Any = object()
 """What a fast path returns when the call is not for its specialization."""
@@ -305,8 +306,7 @@ def fast_path(
         source = "\n".join(lines)
         if tensors and checked and not trusted:
             source += "\n" + "\n".join(checked)
-        exec(source, env)  # noqa: S102 - source built from the key's parts only
-        return env["fast"]
+        return host_code.define(source, env, "fast", "fast_call")
     passing: frozenset[int] = frozenset()
     if spec.args_are_inputs == n:
         inputs = "args"
@@ -334,8 +334,7 @@ def fast_path(
     lines += ["    owner.last = spec", "    return fill(results)"]
     if tensors and not trusted:
         lines += checked  # empty where the checks are inline
-    exec("\n".join(lines), env)  # noqa: S102 - source built from the key's parts only
-    return env["fast"]
+    return host_code.define("\n".join(lines), env, "fast", "fast_call")
 
 
 _PLAIN = (torch.Tensor, torch.nn.Parameter)

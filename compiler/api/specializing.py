@@ -27,6 +27,7 @@ from fusec.api.compile_steps import (
     compile_pipeline_for,
     gc_paused,
     getter,
+    group_key,
     recording,
     rng_preserved,
     run_pipeline,
@@ -53,6 +54,7 @@ class Specializing:
     exact_shapes: bool
     size_checks: tuple[Any, ...]
     untraceable: str | None
+    compile_id: Any
     _lock: threading.Lock
     _warned: bool
 
@@ -212,6 +214,12 @@ class Specializing:
         with rng_preserved(args), buffers_preserved(self.gm):
             imported = import_fx(self.gm, args, name)
         module = imported.module
+        from fusec.observability import structured_trace
+
+        tracing = structured_trace.enabled()
+        if tracing:
+            imported_ir = str(module)  # the pipeline rewrites the module in place
+            structured_trace.artifact("fusec_imported_ir", lambda: imported_ir, self.compile_id)
         with collect_remarks() as remarks:
             cached = cached_program(self.gm, args, pipeline, name, imported) if warm else None
             if cached is not None:
@@ -241,6 +249,11 @@ class Specializing:
         from fusec.codegen.host_program import build_program
 
         program = build_program(imported.func, kernels, opaque)
+        program.group_key = group_key
+        if tracing:
+            structured_trace.artifact("fusec_fused_ir", lambda: str(module), self.compile_id)
+            kernel_list = structured_trace.kernel_list(program, records)
+            structured_trace.artifact("fusec_kernels", lambda: kernel_list, self.compile_id)
         for name_ in program.fallback_groups:
             log.info("fusec: a %s runs through PyTorch", name_)
         getters = tuple(getter(src, root) for src in imported.inputs if src[0] != "skip")
@@ -305,9 +318,13 @@ class Specializing:
         )
 
     def _reports_wanted(self) -> bool:
-        """Strict mode or the fusion, kernels or guards logs: each reads the IR."""
+        """Strict mode, the fusion, kernels or guards logs, or a structured trace
+        (`TORCH_TRACE`): each reads the IR."""
+        from fusec.observability import structured_trace
+
         return (
             self.options.strict
+            or structured_trace.enabled()
             or logs.fusion.isEnabledFor(logging.INFO)
             or logs.kernels.isEnabledFor(logging.INFO)
             or logs.guards.isEnabledFor(logging.INFO)

@@ -40,7 +40,7 @@ class CodegenKernelBuilder:
         return canonical_key(group).digest
 
     def operand_types(self, group: GroupOp) -> tuple[tuple[str, ...], int]:
-        from fusec.passes.loop_lowering import dtype_name
+        from fusec.passes.lowering.emitter import dtype_name
 
         return tuple(dtype_name(a.type) for a in group.body.block.args), len(group.outputs)
 

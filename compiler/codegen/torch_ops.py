@@ -1,15 +1,19 @@
 """Eager PyTorch for every `aten` op: how the host program runs what is not fused.
 
-`torch_callable(op)` reads an op's properties and operand types once and returns a
-plain Python callable over the op's runtime operands that returns its results as a
-tuple, so the per-call path does no IR inspection at all:
+`TORCH_STEPS` says, per op class, which PyTorch call runs the op (a `TorchStep`:
+the shape of the call and the torch callables, as plain data). `torch_callable(op)`
+reads an op's properties and operand types once and returns a plain Python
+callable over the op's runtime operands that returns its results as a tuple, so
+the per-call path does no IR inspection at all:
 
     %r = aten.add %a, %b alpha = 2 : i64 : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+    TORCH_STEPS[aten.AddOp] == TorchStep("alpha", "torch.add")
     torch_callable(op)(a, b) == (torch.add(a, b, alpha=2),)
 
-What it reads is plain data (`op_info(op)`, an `OpInfo`), and the callables are
-made from that in `fusec.runtime.torch_steps`, which needs no xDSL: a host program
-loaded from the warm-start cache makes them from its entry.
+What it reads is plain data (`op_info(op)`, an `OpInfo` holding the step), and the
+callables are made from that in `fusec.runtime.torch_steps`, which needs no xDSL
+and knows no op: a host program loaded from the warm-start cache makes them from
+its entry.
 
 Ops this table does not know (`KeyError`) have no eager meaning; `aten.opaque` is
 run by the program itself, which keeps the original PyTorch target.
@@ -21,15 +25,9 @@ from collections.abc import Sequence
 from typing import Any
 
 import torch
+from fusec.dialects import aten, fusion
 from fusec.dialects import inference as inf
-from fusec.runtime.torch_steps import (
-    RESHAPE_OPS,
-    OpFn,
-    OpInfo,
-    dtype_name,
-    has_step,
-    step_callable,
-)
+from fusec.runtime.torch_steps import OpFn, OpInfo, TorchStep, dtype_name, step_callable
 from xdsl.dialects.builtin import DenseArrayBase, FloatAttr, IntegerAttr, TensorType
 from xdsl.ir import Attribute, Operation
 
@@ -75,6 +73,80 @@ def _plain(attr: Attribute) -> Any:
 _SKIP = object()
 
 
+def _calls(fns: dict[type[Operation], str], kind: str = "call") -> dict[type[Operation], TorchStep]:
+    return {cls: TorchStep(kind, fn) for cls, fn in fns.items()}
+
+
+_COMPARISONS: dict[type[Operation], tuple[str, str]] = {
+    aten.EqOp: ("torch.eq", "torch.eq"),
+    aten.NeOp: ("torch.ne", "torch.ne"),
+    aten.LtOp: ("torch.lt", "torch.gt"),
+    aten.LeOp: ("torch.le", "torch.ge"),
+    aten.GtOp: ("torch.gt", "torch.lt"),
+    aten.GeOp: ("torch.ge", "torch.le"),
+    aten.LogicalAndOp: ("torch.logical_and", "torch.logical_and"),
+    aten.LogicalOrOp: ("torch.logical_or", "torch.logical_or"),
+    aten.LogicalXorOp: ("torch.logical_xor", "torch.logical_xor"),
+}
+"""Binary ops whose tensor may come second: (callable, the one with the operands
+swapped)."""
+
+TORCH_STEPS: dict[type[Operation], TorchStep] = {
+    **_calls({
+        aten.NegOp: "torch.neg", aten.AbsOp: "torch.abs", aten.ReluOp: "torch.relu",
+        aten.ExpOp: "torch.exp", aten.Expm1Op: "torch.expm1", aten.LogOp: "torch.log",
+        aten.Log1pOp: "torch.log1p", aten.SqrtOp: "torch.sqrt", aten.RsqrtOp: "torch.rsqrt",
+        aten.ReciprocalOp: "torch.reciprocal", aten.SigmoidOp: "torch.sigmoid",
+        aten.TanhOp: "torch.tanh", aten.SiluOp: "torch.nn.functional.silu",
+        aten.ErfOp: "torch.erf", aten.SinOp: "torch.sin", aten.CosOp: "torch.cos",
+        aten.LogicalNotOp: "torch.logical_not", aten.WhereOp: "torch.where",
+        aten.MatmulOp: "torch.matmul", aten.MmOp: "torch.mm",
+        aten.LinearOp: "torch.nn.functional.linear",
+    }),
+    # `torch.mul(s, x)` rounds a Python scalar to a half `x`'s dtype first, while
+    # `s * x` (that is `x.__rmul__(s)`) computes in float32: random graph 3777.
+    aten.MulOp: TorchStep("binary", "torch.mul", "torch.mul"),
+    **_calls({aten.PowOp: "torch.pow", aten.MaximumOp: "torch.maximum",
+              aten.MinimumOp: "torch.minimum"}, "binary"),
+    **{cls: TorchStep("binary", fn, swapped) for cls, (fn, swapped) in _COMPARISONS.items()},
+    **_calls({aten.AddOp: "torch.add", aten.SubOp: "torch.sub"}, "alpha"),
+    aten.DivOp: TorchStep("rounding", "torch.div"),
+    **_calls({aten.SumOp: "torch.sum", aten.MeanOp: "torch.mean"}, "reduction"),
+    **_calls({aten.AmaxOp: "torch.amax", aten.AminOp: "torch.amin"}, "extremum"),
+    **_calls({aten.VarOp: "torch.var", aten.StdOp: "torch.std"}, "variance"),
+    **_calls({aten.SoftmaxOp: "torch.softmax", aten.LogSoftmaxOp: "torch.log_softmax"}, "softmax"),
+    aten.ToOp: TorchStep("to"),
+    aten.ClampOp: TorchStep("clamp"),
+    aten.LeakyReluOp: TorchStep("leaky_relu"),
+    aten.GeluOp: TorchStep("gelu"),
+    aten.FullLikeOp: TorchStep("full_like"),
+    aten.ExpandOp: TorchStep("expand"),
+    aten.ViewOp: TorchStep("reshape"),
+    aten.ReshapeOp: TorchStep("reshape"),
+    aten.UnsqueezeOp: TorchStep("unsqueeze"),
+    aten.SqueezeOp: TorchStep("squeeze"),
+    aten.PermuteOp: TorchStep("permute"),
+    aten.TransposeOp: TorchStep("transpose"),
+    aten.ChunkOp: TorchStep("chunk"),
+    aten.SplitOp: TorchStep("split"),
+    aten.CatOp: TorchStep("cat"),
+    aten.NarrowOp: TorchStep("narrow"),
+    aten.SliceOp: TorchStep("slice"),
+    aten.AddmmOp: TorchStep("addmm"),
+    aten.LayerNormOp: TorchStep("layer_norm"),
+    aten.GatherOp: TorchStep("gather"),
+    aten.CopyOp: TorchStep("copy"),
+    aten.SizeOp: TorchStep("size"),
+    aten.SymSizeOp: TorchStep("sym_size"),
+    aten.PositionsOp: TorchStep("positions"),
+    fusion.BroadcastSizesOp: TorchStep("broadcast_sizes"),
+    fusion.ZerosLikeOp: TorchStep("zeros_like"),
+}  # fmt: skip
+"""Op class -> the PyTorch call that runs it unfused (`aten.opaque` has none: the
+program runs its original target). Every pointwise op of the dialect has one
+(`tests/test_op_homes.py`)."""
+
+
 def op_info(op: Operation) -> OpInfo:
     """What `op`'s eager callable needs of the IR, read once."""
     props = {}
@@ -84,8 +156,9 @@ def op_info(op: Operation) -> OpInfo:
             props[name] = value
     operand_types = [o.type for o in op.operands]
     result_types = [r.type for r in op.results]
+    step = TORCH_STEPS[type(op)]
     reshape = None
-    if op.name in RESHAPE_OPS and isinstance(result_types[0], TensorType):
+    if step.kind == "reshape" and isinstance(result_types[0], TensorType):
         reshape = inf.reshape_sizes(result_types[0].get_shape())
     return OpInfo(
         op.name,
@@ -96,16 +169,17 @@ def op_info(op: Operation) -> OpInfo:
             dtype_name(torch_dtype(t)) if isinstance(t, TensorType) else None for t in result_types
         ),
         reshape,
+        step,
     )
 
 
 def has_torch_callable(op: Operation) -> bool:
-    return has_step(op.name)
+    return type(op) in TORCH_STEPS
 
 
 def torch_callable(op: Operation) -> OpFn:
     """An eager callable for `op` over its runtime operands, returning a tuple."""
-    if not has_step(op.name):
+    if not has_torch_callable(op):
         raise KeyError(f"no eager PyTorch implementation for {op.name}")
     return step_callable(op_info(op))
 

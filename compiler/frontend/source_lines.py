@@ -22,6 +22,8 @@ import warnings
 from dataclasses import dataclass
 from typing import Any
 
+from fusec.runtime.host_code import FILE_PREFIX
+
 # A frame's line, then its code unless the next line is already a frame (a
 # `<string>` frame has no code line).
 _FRAME = re.compile(
@@ -52,7 +54,9 @@ def library_dirs() -> tuple[str, ...]:
 
 
 def is_library_file(filename: str) -> bool:
-    return filename.startswith(library_dirs()) or filename.startswith("<frozen")
+    # Generated host code (`fusec.runtime.host_code`) is fusec's too: a warning
+    # raised under a fast path names the user's call, not the fast path.
+    return filename.startswith(library_dirs()) or filename.startswith(("<frozen", FILE_PREFIX))
 
 
 def user_line(node: Any) -> SourceLine | None:

@@ -14,7 +14,11 @@ Channels (each a `logging` logger named `fusec.<channel>`):
   new; the `max_specializations` limit reached;
 - `kernels`: each group's kernel (canonical key, built or found in the cache, or
   why there is none) and the kernels a call launches;
-- `cache`: kernel cache lookups (memory hit, disk hit, miss) and the counters.
+- `cache`: kernel cache lookups (memory hit, disk hit, miss) and the counters;
+- `host_code`: the source of each piece of generated host code (fast path,
+  host program, guard, CPU launch) under the file name tracebacks show for it
+  (`fusec.runtime.host_code`). Like Inductor's `output_code`, it is long and
+  `all` leaves it out: name it.
 
 Lines go to stderr as `[fusec.fusion] model.py:12 aten.mm not fused: ...`. A
 channel that is on logs at INFO; `+fusion` logs DEBUG too.
@@ -25,13 +29,16 @@ from __future__ import annotations
 import logging
 import sys
 
-CHANNELS = ("fusion", "guards", "recompiles", "kernels", "cache")
+CHANNELS = ("fusion", "guards", "recompiles", "kernels", "cache", "host_code")
+NAMED_ONLY = ("host_code",)
+"""Channels `all` leaves out: they print whole sources, not lines."""
 
 fusion = logging.getLogger("fusec.fusion")
 guards = logging.getLogger("fusec.guards")
 recompiles = logging.getLogger("fusec.recompiles")
 kernels = logging.getLogger("fusec.kernels")
 cache = logging.getLogger("fusec.cache")
+host_code = logging.getLogger("fusec.host_code")
 
 
 class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
@@ -64,7 +71,7 @@ def set_logs(spec: str | None = None, **channels: bool | str) -> None:
                 continue
             debug = item.startswith("+")
             name = item.lstrip("+")
-            names = CHANNELS if name == "all" else (name,)
+            names = [c for c in CHANNELS if c not in NAMED_ONLY] if name == "all" else [name]
             for n in names:
                 wanted[n] = "debug" if debug else True
     wanted.update(channels)

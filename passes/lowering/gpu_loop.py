@@ -23,8 +23,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from fusec.passes.cpu_loop_nest import _element_bytes
-from fusec.passes.loop_lowering import INDEX, _Emitter
+from fusec.passes.lowering.cpu_loop_nest import _element_bytes
+from fusec.passes.lowering.emitter import INDEX, LoopEmitter
 from xdsl.dialects import arith, builtin, llvm, memref, scf
 from xdsl.dialects.builtin import IntegerAttr, IntegerType
 from xdsl.ir import Block, Operation, SSAValue
@@ -39,7 +39,10 @@ NARROW_LIMIT = 1 << 30
 
 
 def _offsets_fit_i32(
-    e: _Emitter, numel: SSAValue, sizes: Sequence[SSAValue], strides: Sequence[Sequence[SSAValue]]
+    e: LoopEmitter,
+    numel: SSAValue,
+    sizes: Sequence[SSAValue],
+    strides: Sequence[Sequence[SSAValue]],
 ) -> SSAValue:
     """An i1: numel and each memref's largest element offset,
     sum((size_d - 1) * stride_d), are below `NARROW_LIMIT` (strides are
@@ -56,7 +59,7 @@ def _offsets_fit_i32(
     return fits
 
 
-def _index_width(e: _Emitter, values: Sequence[SSAValue], narrow: bool) -> list[SSAValue]:
+def _index_width(e: LoopEmitter, values: Sequence[SSAValue], narrow: bool) -> list[SSAValue]:
     """`values` (index) as i32 for the narrow loop, as they are otherwise."""
     if not narrow:
         return list(values)
@@ -64,7 +67,7 @@ def _index_width(e: _Emitter, values: Sequence[SSAValue], narrow: bool) -> list[
 
 
 def _gpu_loop(
-    e: _Emitter, total: SSAValue, sizes: Sequence[SSAValue], narrow: bool = False
+    e: LoopEmitter, total: SSAValue, sizes: Sequence[SSAValue], narrow: bool = False
 ) -> tuple[list[SSAValue], Levels]:
     """A grid-stride loop over the flattened index, delinearized per iteration.
 
@@ -94,7 +97,7 @@ def _gpu_loop(
     divisors = [None] + [_magic_divisor(e, n) if use_magic else None for n in sizes[1:]]
     blk = Block(arg_types=[width])
     loop = scf.ForOp(start, total, step, [], blk)
-    le = _Emitter([])
+    le = LoopEmitter([])
     rest = blk.args[0]
     ivs: list[SSAValue] = [rest] * len(sizes)
     for d in reversed(range(1, len(sizes))):
@@ -115,7 +118,7 @@ MAGIC_DIVISION = True
 rather than `div.u32`, which a GPU runs as a dozen instructions."""
 
 
-def _magic_divisor(e: _Emitter, size: SSAValue) -> tuple[SSAValue, SSAValue]:
+def _magic_divisor(e: LoopEmitter, size: SSAValue) -> tuple[SSAValue, SSAValue]:
     """(m, s), both i64, with n / size == (n * m) >> s for every i32 n < 2^31
     and 1 <= size <= 2^30, computed once per thread before the loop:
 
@@ -139,7 +142,7 @@ def _magic_divisor(e: _Emitter, size: SSAValue) -> tuple[SSAValue, SSAValue]:
     return m, shift
 
 
-def _magic_quotient(e: _Emitter, n: SSAValue, m: SSAValue, shift: SSAValue) -> SSAValue:
+def _magic_quotient(e: LoopEmitter, n: SSAValue, m: SSAValue, shift: SSAValue) -> SSAValue:
     """n / size for an i32 n < 2^31, from `_magic_divisor`'s (m, s): (n * m) >> s."""
     i64 = IntegerType(64)
     wide = e.add(arith.MuliOp(e.add(arith.ExtUIOp(n, i64)), m))
@@ -152,7 +155,7 @@ def _linear_offset(
     """The element offset sum(iv_d * stride_d) as an index (computed in i32 and
     sign-extended when `narrow`: LLVM folds the extension into the address's
     wide multiply-add)."""
-    le = _Emitter(ops)
+    le = LoopEmitter(ops)
     off = le.add(arith.MuliOp(ivs[0], strides[0]))
     for iv, s in zip(ivs[1:], strides[1:], strict=True):
         off = le.add(arith.AddiOp(off, le.add(arith.MuliOp(iv, s))))
@@ -161,12 +164,12 @@ def _linear_offset(
     return off
 
 
-EmitBody = Callable[[_Emitter, Sequence[SSAValue], Sequence[SSAValue]], None]
+EmitBody = Callable[[LoopEmitter, Sequence[SSAValue], Sequence[SSAValue]], None]
 """Emits the group's body at one element: (emitter, memrefs, element offsets)."""
 
 
 def gpu_loops(
-    e: _Emitter,
+    e: LoopEmitter,
     numel: SSAValue,
     sizes: Sequence[SSAValue],
     mems: Sequence[tuple[SSAValue, Sequence[SSAValue]]],
@@ -180,17 +183,17 @@ def gpu_loops(
     refs = [ref for ref, _ in mems]
 
     def element_loop(narrow: bool) -> list[Operation]:
-        ve = _Emitter([])
+        ve = LoopEmitter([])
         ivs, levels = _gpu_loop(ve, numel, sizes, narrow)
         strides = [_index_width(ve, mem_strides, narrow) for _, mem_strides in mems]
         offsets = [_linear_offset(levels[-1][1], ivs, st, narrow) for st in strides]
-        emit_body(_Emitter(levels[-1][1], gpu=True), refs, offsets)
+        emit_body(LoopEmitter(levels[-1][1], gpu=True), refs, offsets)
         return _closed(ve, levels)
 
     narrow = element_loop(True)
     lanes = _lanes(refs)
     if lanes > 1:
-        ne = _Emitter([])
+        ne = LoopEmitter([])
         fit = _lanes_fit(ne, sizes, mems, broadcast_last, lanes)
         vector = _lanes_loop(numel, sizes, mems, broadcast_last, lanes, emit_body)
         ne.add(scf.IfOp(fit, [], vector, narrow))
@@ -200,7 +203,7 @@ def gpu_loops(
     return lanes
 
 
-def _closed(ve: _Emitter, levels: Levels) -> list[Operation]:
+def _closed(ve: LoopEmitter, levels: Levels) -> list[Operation]:
     """The ops of one version: `ve`'s setup, then the loop with its body."""
     levels[-1][1].append(scf.YieldOp())
     for loop, ops in levels:
@@ -218,6 +221,7 @@ MAX_LANES = 4
 make) ran the 2^24 LSTM tail at 121.8 us against 4 lanes' 115.5 on an H200
 (benchmarks/results/nvidia-h200.txt)."""
 
+
 def _lanes(refs: Sequence[SSAValue]) -> int:
     """Consecutive elements a thread takes per trip (1: no lanes version)."""
     if not refs:
@@ -226,7 +230,7 @@ def _lanes(refs: Sequence[SSAValue]) -> int:
 
 
 def _lanes_fit(
-    e: _Emitter,
+    e: LoopEmitter,
     sizes: Sequence[SSAValue],
     mems: Sequence[tuple[SSAValue, Sequence[SSAValue]]],
     broadcast_last: Sequence[bool],
@@ -251,12 +255,12 @@ def _lanes_fit(
     return fit
 
 
-def _divisible(e: _Emitter, v: SSAValue, by: SSAValue) -> SSAValue:
+def _divisible(e: LoopEmitter, v: SSAValue, by: SSAValue) -> SSAValue:
     """An i1: index `v` is a multiple of `by`."""
     return e.add(arith.CmpiOp(e.add(arith.RemUIOp(v, by)), e.const(0, INDEX), "eq"))
 
 
-def _aligned(e: _Emitter, ref: SSAValue, nbytes: int) -> SSAValue:
+def _aligned(e: LoopEmitter, ref: SSAValue, nbytes: int) -> SSAValue:
     """An i1: `ref`'s address is a multiple of `nbytes`.
 
     The address as an integer (a `ptrtoint`) counts as capturing the pointer,
@@ -281,13 +285,13 @@ def _lanes_loop(
     lanes, then stores them, so the lanes of one memref are adjacent accesses
     LLVM's load-store vectorizer merges into one vector access (lane 0's
     `alignment` attribute tells it the vector is aligned)."""
-    ve = _Emitter([])
+    ve = LoopEmitter([])
     count = ve.const(lanes, INDEX)
     vec_sizes = [*sizes[:-1], ve.add(arith.DivUIOp(sizes[-1], count))]
     ivs, levels = _gpu_loop(ve, ve.add(arith.DivUIOp(numel, count)), vec_sizes, narrow=True)
     refs = [ref for ref, _ in mems]
     strides = [_index_width(ve, mem_strides, True) for _, mem_strides in mems]
-    index = _Emitter(levels[-1][1])
+    index = LoopEmitter(levels[-1][1])
     ivs[-1] = index.add(arith.MuliOp(ivs[-1], index.const(lanes, IntegerType(32))))
     bases = [_linear_offset(index.ops, ivs, st, narrow=True) for st in strides]
     loads: list[Operation] = []
@@ -300,7 +304,7 @@ def _lanes_loop(
             for base, bcast in zip(bases, broadcast_last, strict=True)
         ]
         ops: list[Operation] = []
-        emit_body(_Emitter(ops, gpu=True), refs, offsets)
+        emit_body(LoopEmitter(ops, gpu=True), refs, offsets)
         for op in ops:
             if not isinstance(op, memref.LoadOp | memref.StoreOp):
                 compute.append(op)

@@ -433,6 +433,7 @@ def transpose_vectors(ops: list[Operation], rows: Sequence[SSAValue]) -> list[SS
     n = len(rows)
     out = list(rows)
     vec_t = out[0].type
+    assert isinstance(vec_t, VectorType)
     h = 1
     while h < n:
         low = [e if e & h == 0 else n + e - h for e in range(n)]

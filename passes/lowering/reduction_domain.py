@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from fusec.dialects import aten
 from fusec.dialects import inference as inf
 from fusec.dialects.fusion import GroupOp
-from xdsl.dialects.builtin import IntegerAttr, TensorType
+from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, TensorType
 from xdsl.ir import Attribute, Block, Operation
 from xdsl.traits import is_side_effect_free
 
@@ -30,7 +30,7 @@ def reduced_dims(op: Operation) -> tuple[int, ...]:
     assert isinstance(t, TensorType)
     rank = t.get_num_dims()
     attr = op.properties.get("dims")
-    given = list(attr.get_values()) if attr is not None else []  # type: ignore[union-attr]
+    given = list(attr.get_values()) if isinstance(attr, DenseArrayBase) else []
     if not given:
         return tuple(range(rank))
     return tuple(sorted({inf.normalize_dim(d, rank) for d in given}))

@@ -1,4 +1,4 @@
-"""The `nvptx` loop structure of a reduction kernel (`lower_reduction_to_loops`):
+"""The `nvptx` loop structure of a reduction kernel (`reduction_kernel`):
 one warp per row (an index of the kept dims).
 
 Warps grid-stride over the rows; the 32 lanes of a warp stride over the reduced
@@ -22,24 +22,24 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from fusec.dialects.inference import BOOL, F32, F64
-from fusec.passes.loop_lowering import INDEX, _Emitter
+from fusec.passes.lowering.emitter import INDEX, LoopEmitter
 from xdsl.dialects import arith, llvm, scf
-from xdsl.dialects.builtin import IntegerType
+from xdsl.dialects.builtin import Float32Type, IntegerType
 from xdsl.ir import Block, SSAValue
 
 I32, I64 = IntegerType(32), IntegerType(64)
 WARP = 32
 
-Step = Callable[[_Emitter, Sequence[SSAValue], SSAValue, int], list[SSAValue]]
+Step = Callable[[LoopEmitter, Sequence[SSAValue], SSAValue, int], list[SSAValue]]
 
 
-def _sreg(e: _Emitter, reg: str) -> SSAValue:
+def _sreg(e: LoopEmitter, reg: str) -> SSAValue:
     v = e.add(llvm.CallIntrinsicOp(f"llvm.nvvm.read.ptx.sreg.{reg}", [], [I32]))
     return e.add(arith.IndexCastOp(e.add(arith.ExtUIOp(v, I64)), INDEX))
 
 
 def _offsets(
-    e: _Emitter,
+    e: LoopEmitter,
     flat: SSAValue,
     dims: Sequence[int],
     sizes: Sequence[SSAValue],
@@ -60,14 +60,14 @@ def _offsets(
     return out
 
 
-def shuffle_xor(e: _Emitter, v: SSAValue, lane_mask: int) -> SSAValue:
+def shuffle_xor(e: LoopEmitter, v: SSAValue, lane_mask: int) -> SSAValue:
     """`v` from the lane `lane ^ lane_mask` (64-bit values as two 32-bit halves)."""
     mask = e.const(-1, I32)
     delta = e.const(lane_mask, I32)
     clamp = e.const(WARP - 1, I32)
     t = v.type
 
-    def shfl32(x: SSAValue, suffix: str, rt: IntegerType | type(F32)) -> SSAValue:  # type: ignore[valid-type]
+    def shfl32(x: SSAValue, suffix: str, rt: IntegerType | Float32Type) -> SSAValue:
         name = f"llvm.nvvm.shfl.sync.bfly.{suffix}"
         return e.add(llvm.CallIntrinsicOp(name, [mask, x, delta, clamp], [rt]))
 
@@ -97,7 +97,7 @@ class WarpRows:
 
     def __init__(
         self,
-        e: _Emitter,
+        e: LoopEmitter,
         sizes: Sequence[SSAValue],
         kept: Sequence[int],
         rdims: Sequence[int],
@@ -123,18 +123,18 @@ class WarpRows:
         self.count, self.warp_size, self.c0 = count, warp_size, c0
         self.blk = Block(arg_types=[INDEX])
         e.ops.append(scf.ForOp(warp, rows, warps, [], self.blk))
-        self.body = _Emitter([])
+        self.body = LoopEmitter([])
         self.row_offsets = _offsets(self.body, self.blk.args[0], kept, sizes, offs, step)
 
     def _lanes(
         self,
-        em: _Emitter,
+        em: LoopEmitter,
         offs: Sequence[SSAValue],
         accs: Sequence[SSAValue],
-        body_fn: Callable[[_Emitter, list[SSAValue], list[SSAValue]], list[SSAValue]],
+        body_fn: Callable[[LoopEmitter, list[SSAValue], list[SSAValue]], list[SSAValue]],
     ) -> list[SSAValue]:
         blk = Block(arg_types=[INDEX] + [v.type for v in accs])
-        inner = _Emitter([])
+        inner = LoopEmitter([])
         full = _offsets(inner, blk.args[0], self.rdims, self.sizes, offs, self.step)
         new = body_fn(inner, full, list(blk.args[1:]))
         inner.add(scf.YieldOp(*new))
@@ -145,11 +145,11 @@ class WarpRows:
 
     def reduce(
         self,
-        em: _Emitter,
+        em: LoopEmitter,
         offs: Sequence[SSAValue],
         accs: Sequence[SSAValue],
-        body_fn: Callable[[_Emitter, list[SSAValue], list[SSAValue]], list[SSAValue]],
-        combine: Callable[[_Emitter, list[SSAValue], list[SSAValue]], list[SSAValue]],
+        body_fn: Callable[[LoopEmitter, list[SSAValue], list[SSAValue]], list[SSAValue]],
+        combine: Callable[[LoopEmitter, list[SSAValue], list[SSAValue]], list[SSAValue]],
     ) -> list[SSAValue]:
         """Each lane's partial accumulators, then the butterfly: all lanes get the row's."""
         partial = self._lanes(em, offs, accs, body_fn)
@@ -162,22 +162,22 @@ class WarpRows:
 
     def full(
         self,
-        em: _Emitter,
+        em: LoopEmitter,
         offs: Sequence[SSAValue],
-        body_fn: Callable[[_Emitter, list[SSAValue]], None],
+        body_fn: Callable[[LoopEmitter, list[SSAValue]], None],
     ) -> None:
-        def each(ie: _Emitter, o: list[SSAValue], _a: list[SSAValue]) -> list[SSAValue]:
+        def each(ie: LoopEmitter, o: list[SSAValue], _a: list[SSAValue]) -> list[SSAValue]:
             body_fn(ie, o)
             return []
 
         self._lanes(em, offs, [], each)
 
-    def first_lane(self, em: _Emitter) -> tuple[_Emitter, Callable[[], None]]:
+    def first_lane(self, em: LoopEmitter) -> tuple[LoopEmitter, Callable[[], None]]:
         """An emitter whose ops run on lane 0 only (the row outputs' stores)."""
         is_first = em.add(arith.CmpiOp(self.lane, self.c0, "eq"))
         then = Block()
         em.ops.append(scf.IfOp(is_first, [], [then]))
-        inner = _Emitter([])
+        inner = LoopEmitter([])
 
         def close() -> None:
             inner.add(scf.YieldOp())
