@@ -152,7 +152,7 @@ def _static_call(
     if not _static(gm, example_inputs):
         return fn
     args = list(example_inputs)
-    key = fn._key(args)
+    key = fn.key(args)
     spec = fn.specializations.get(key)
     if spec is None or spec.training is not None:
         return fn
