@@ -164,7 +164,7 @@ def build_loop_kernel(
                 continue
             if not op.has_trait(aten.Pointwise):
                 raise DiagnosticException(f"lower-group-to-loops: {op.name} is not pointwise")
-            et = op.results[0].type.get_element_type()  # type: ignore[attr-defined]
+            et = op.results[0].type.get_element_type()
             check_dtype(et)
             vals[op.results[0]] = emit_pointwise(b, op, [vals[o] for o in op.operands])
         # Only CPU kernels record zero divisors (`NvptxScalarOps.flag_zero_divisor`).

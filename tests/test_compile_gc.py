@@ -1,4 +1,4 @@
-"""Small graphs compile with Python's cyclic GC paused (`compiled._gc_paused`):
+"""Small graphs compile with Python's cyclic GC paused (`compile_steps.gc_paused`):
 the process's GC state is what it was before, and the result equals eager."""
 
 from __future__ import annotations
@@ -7,19 +7,19 @@ import gc
 
 import fusec
 import torch
-from fusec.api import compiled
+from fusec.api import compile_steps, compiled
 
 
 def test_the_pause_covers_small_graphs_only_and_restores_the_gc():
     assert gc.isenabled()
-    with compiled._gc_paused(compiled.GC_PAUSE_MAX_NODES):
+    with compile_steps.gc_paused(compile_steps.GC_PAUSE_MAX_NODES):
         assert not gc.isenabled()
     assert gc.isenabled()
-    with compiled._gc_paused(compiled.GC_PAUSE_MAX_NODES + 1):
+    with compile_steps.gc_paused(compile_steps.GC_PAUSE_MAX_NODES + 1):
         assert gc.isenabled()
     gc.disable()
     try:
-        with compiled._gc_paused(1):
+        with compile_steps.gc_paused(1):
             assert not gc.isenabled()
         assert not gc.isenabled()  # the caller's choice stays
     finally:

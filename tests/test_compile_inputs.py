@@ -176,7 +176,7 @@ def test_the_first_call_draws_random_numbers_once(fn):
 
 
 def test_a_compiler_failure_runs_the_original_once(monkeypatch):
-    import fusec.api.compiled as compiled
+    import fusec.api.specializing as specializing
 
     attempts = []
 
@@ -184,7 +184,7 @@ def test_a_compiler_failure_runs_the_original_once(monkeypatch):
         attempts.append(1)
         raise RuntimeError("a fusec bug")
 
-    monkeypatch.setattr(compiled, "run_pipeline", broken_pipeline)
+    monkeypatch.setattr(specializing, "run_pipeline", broken_pipeline)
 
     def bump(x):
         x.add_(1)

@@ -218,7 +218,7 @@ def test_the_guard_of_a_transposed_argument_is_implied_by_the_key(fn, shapes):
     program = f.last.program
     guards = {j for j, s in enumerate(program.steps) if s.kind == "guard"}
     assert guards
-    assert _passing_guards(program, f._key(args)[1:], f._exact_shapes) == guards
+    assert _passing_guards(program, f.key(args)[1:], f.exact_shapes) == guards
     # Other inputs still get their own key, and the right results.
     more = [torch.randn(s) for s in shapes]
     more[0] = more[0].transpose(0, 1).contiguous().transpose(0, 1)

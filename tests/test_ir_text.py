@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import torch
-from fusec.api.compiled import _context, run_pipeline
+from fusec.api.compile_steps import context as _context
+from fusec.api.compile_steps import run_pipeline
 from fusec.codegen.ir_text import generic_text, group_from_text, group_text
 from fusec.frontend.importer import import_fx, trace
 from reference_models import lstm_tail

@@ -49,20 +49,7 @@ LAYERS: dict[str, int] = {
 """Layer of each package prefix (the longest matching prefix counts): a module
 may import modules of its rank or lower."""
 
-KNOWN_CYCLES: list[frozenset[str]] = [
-    # The importer's handler tables register from their own modules, which import
-    # the importer back. Issue 32 item 4 splits the importer by topic around a
-    # public `Importer` (helper "frontend"); that split removes this entry.
-    frozenset(
-        {
-            "fusec.frontend.aten_table",
-            "fusec.frontend.import_activations",
-            "fusec.frontend.import_bitwise",
-            "fusec.frontend.import_normalizations",
-            "fusec.frontend.importer",
-        }
-    ),
-]
+KNOWN_CYCLES: list[frozenset[str]] = []
 """Cycles known and being removed: each must still exist (a stale entry fails)."""
 
 

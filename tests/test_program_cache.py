@@ -14,7 +14,7 @@ from pathlib import Path
 import fusec
 import pytest
 import torch
-from fusec.api import compiled
+from fusec.api import specializing
 from fusec.backends.llvm_jit import JitModule
 from fusec.runtime import entries, program_cache
 from reference_models import lstm_tail
@@ -49,7 +49,7 @@ def test_second_compile_skips_the_pipeline(cache_dir, monkeypatch):
     def no_pipeline(*a, **k):
         raise AssertionError("the pipeline ran although the program was cached")
 
-    monkeypatch.setattr(compiled, "run_pipeline", no_pipeline)
+    monkeypatch.setattr(specializing, "run_pipeline", no_pipeline)
     g = fusec.compile(lstm_tail)
     _check(g(*args), lstm_tail(*args))
     assert g.launches_per_call == 1
@@ -126,13 +126,13 @@ def test_cache_can_be_turned_off(cache_dir, monkeypatch):
 _CHILD = textwrap.dedent(
     """
     import json, sys, torch, fusec
-    from fusec.api import compiled
+    from fusec.api import specializing
     sys.path.insert(0, {here!r})
     from test_program_cache import lstm_tail, _args
     if {warm}:
         def no_pipeline(*a, **k):
             raise AssertionError("pipeline ran")
-        compiled.run_pipeline = no_pipeline
+        specializing.run_pipeline = no_pipeline
     args = _args()
     f = fusec.compile(lstm_tail)  # kept: its kernels live as long as it does
     got = f(*args)

@@ -189,7 +189,7 @@ def test_a_masked_row_max_is_vectorized():
     made it `select(m, acc, maximum(acc, v))`, scalar): packed max
     instructions in the kernel's machine code, not only scalar ones."""
     import llvmlite.binding as llvm
-    from fusec.api.compiled import _context
+    from fusec.api.compile_steps import context as _context
     from fusec.backends import llvm_jit
     from fusec.codegen import kernel as codegen
     from fusec.dialects.fusion import GroupOp

@@ -96,6 +96,19 @@ def test_training_steps_match_eager(name: str, frontend: str) -> None:
         assert sum(g.launches_per_call for g in graphs if g.kind == kind) > 0, kind
 
 
+def test_dynamo_graphs_lists_the_forward_and_backward_graphs() -> None:
+    """`fusec.dynamo_graphs()` once held only graphs compiled without autograd:
+    after a training step through `torch.compile` (a DDP run's every graph) it was
+    empty, as if fusec had seen nothing, though both halves had fused."""
+    graphs, _ = run_both("mlp", "torch.compile")
+    assert {g.kind for g in graphs} == {"forward", "backward"}
+    listed = [f for f in fusec.dynamo_graphs() if any(g.function is f for g in graphs)]
+    assert len(listed) == len(graphs)
+    per_step = sum(f.launches_per_call for f in listed)
+    assert per_step == sum(g.launches_per_call for g in graphs) > 0
+    assert fusec.explain(listed).kernels == per_step
+
+
 def test_inference_keeps_the_fx_path() -> None:
     model = MODELS["mlp"]()[0]
     f = fusec.compile(model)

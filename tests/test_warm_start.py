@@ -16,7 +16,7 @@ import fusec
 import fusec.frontend.importer
 import pytest
 import torch
-from fusec.api import compiled
+from fusec.api import specializing
 from fusec.runtime import cache as cache_mod
 from fusec.runtime import program_cache
 from reference_models import lstm_tail
@@ -34,7 +34,7 @@ class _Imports:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch):
         self.imports = self.pipelines = 0
-        real_import, real_pipeline = fusec.frontend.importer.import_fx, compiled.run_pipeline
+        real_import, real_pipeline = fusec.frontend.importer.import_fx, specializing.run_pipeline
 
         def import_fx(*a, **k):
             self.imports += 1
@@ -45,7 +45,7 @@ class _Imports:
             return real_pipeline(*a, **k)
 
         monkeypatch.setattr(fusec.frontend.importer, "import_fx", import_fx)
-        monkeypatch.setattr(compiled, "run_pipeline", run_pipeline)
+        monkeypatch.setattr(specializing, "run_pipeline", run_pipeline)
 
 
 def test_a_warm_hit_needs_no_import_and_loads_kernels_by_key(cache_dir, monkeypatch):

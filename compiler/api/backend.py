@@ -26,10 +26,15 @@ graph keeps fusec's checks.
 
 When autograd records the region (grad mode on and an input or parameter that
 requires grad), the graph goes through AOTAutograd instead, and fusec compiles
-its forward and backward ATen graphs (`fusec.api.training`). So does a region that
+its forward and backward ATen graphs (`fusec.api.training`; both are listed in
+`dynamo_graphs()`, each as AOTAutograd hands it over). So does a region that
 runs a functorch transform (`torch.vmap`, `torch.func.grad`/`jvp`): its ops see
 wrapped tensors (batched, dual, grad-tracking) that only the transform knows how
 to run, and AOTAutograd traces through it to plain ATen ops, as for Inductor.
+
+Under DDP, Dynamo's DDP optimizer calls the backend once per bucket-sized part
+of the graph; under FSDP2, once per `fully_shard`ed module (its hooks are graph
+breaks). `docs/usage.md` has both patterns; `tests/test_distributed.py` runs them.
 
 `import fusec` registers the backend under the name "fusec" (when Dynamo's
 registry is imported, so importing fusec stays cheap); the `torch_dynamo_backends`
@@ -82,7 +87,8 @@ def compile_graph(
 ) -> tuple[Callable[..., Any], CompiledFunction | None]:
     """What `fusec_backend` hands Dynamo for `gm`, and the `CompiledFunction` that
     reports on it (None where the graph runs eagerly because fusec failed, or
-    through AOTAutograd)."""
+    through AOTAutograd: the callable's `fusec_graphs` then has its forward and
+    backward graphs, and `dynamo_graphs()` lists them)."""
     known = {f.name for f in dataclasses.fields(CompileOptions)}
     unknown = sorted(set(opts) - known)
     if unknown:
@@ -94,10 +100,11 @@ def compile_graph(
         from fusec.api.training import dynamo_backend, needs_autograd
 
         if needs_autograd(example_inputs, gm) or runs_transform(gm):
-            # AOTAutograd: fusec compiles the forward and backward ATen graphs.
+            # AOTAutograd: fusec compiles the forward and backward ATen graphs,
+            # each listed in `dynamo_graphs()` as AOTAutograd hands it over.
             options = CompileOptions(**opts)
             make = functools.partial(graph_function, options=options)
-            return dynamo_backend(gm, example_inputs, make), None
+            return dynamo_backend(gm, example_inputs, lambda g: _remember(make(g))), None
         fn = compile(gm, example_inputs, **opts)
         # Specializations compiled at a later call still file their structured
         # trace artifacts (`fusec.observability.structured_trace`) under this graph's compile.
@@ -107,10 +114,16 @@ def compile_graph(
     except Exception:  # noqa: BLE001 - Dynamo must get a runnable graph whatever happens
         log.warning("fusec: backend failed; the graph runs eagerly", exc_info=True)
         return gm.forward, None
+    _remember(fn)
+    return _static_call(gm, example_inputs, fn), fn
+
+
+def _remember(fn: CompiledFunction) -> CompiledFunction:
+    """List `fn` in `dynamo_graphs()` for as long as something else keeps it alive."""
     with _GRAPHS_LOCK:
         _GRAPHS[:] = [r for r in _GRAPHS if r() is not None]
         _GRAPHS.append(weakref.ref(fn))
-    return _static_call(gm, example_inputs, fn), fn
+    return fn
 
 
 _TRANSFORM_MODULES = ("torch._functorch.", "torch._C._functorch")
@@ -139,7 +152,7 @@ def _static_call(
     if not _static(gm, example_inputs):
         return fn
     args = list(example_inputs)
-    key = fn._key(args)
+    key = fn.key(args)
     spec = fn.specializations.get(key)
     if spec is None or spec.training is not None:
         return fn
@@ -175,8 +188,10 @@ def _static(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> bool:
 
 
 def dynamo_graphs() -> list[CompiledFunction]:
-    """The graphs Dynamo handed to fusec that are still alive, oldest first. Each is
-    a `CompiledFunction`: `launches_per_call` is the kernels its last call launched,
+    """The graphs Dynamo handed to fusec that are still alive, oldest first; for a
+    region autograd records, the forward and backward graphs AOTAutograd made of it
+    (`fusec.api.training.compiled_graphs()` says which is which). Each is a
+    `CompiledFunction`: `launches_per_call` is the kernels its last call launched,
     `ir()` its IR, and `fusec.explain(fusec.dynamo_graphs())` explains them all:
 
         model = torch.compile(model, backend="fusec"); model(x)

@@ -2,6 +2,10 @@
 specialization that checks a call's arguments against its key and runs its
 host program, with no key built and no dictionary looked up.
 
+It reads the function it serves only through `FastPathOwner` (its key,
+placeholders, size checks, parameters and modes, and `program_failed` for a
+program that raises), which `CompiledFunction` implements.
+
 `CompiledFunction.__call__` computes a specialization key per call (a tuple per
 argument: dtype, device, size-1 dims, contiguity, autograd) and looks it up.
 Once a call has run a compiled specialization, `fast_path` writes out that key
@@ -78,9 +82,10 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import torch
+from fusec.api.specialization_key import TensorSpec
 from fusec.runtime import host_code
 
 MISS: Any = object()
@@ -107,8 +112,43 @@ def _same_class(n: int, cut: tuple[str, tuple[int, ...]], want: Any, sizes: set[
     return True
 
 
+class FastPathOwner(Protocol):
+    """What a fast path reads of the function it serves (`CompiledFunction`)
+    when it is made, and calls back when a call needs the full path's answer."""
+
+    options: Any
+    """The `CompileOptions` (`cuda_graphs`, `use_kernels`)."""
+    original: Any
+    """The function compiled: a program without kernels runs it instead."""
+    guarded_by_dynamo: bool
+    exact_shapes: bool
+    """Keys hold exact shapes rather than size-1 dims."""
+    size_checks: tuple[Any, ...]
+    """The `SizeCheck`s whose classes of sizes end a key (unless `exact_shapes`)."""
+    module_parameters: tuple[torch.Tensor, ...]
+    mode_modules: tuple[torch.nn.Module, ...]
+    modes: tuple[bool, ...]
+    default_dtype: torch.dtype
+    launches_per_call: int
+    last: Any
+
+    def placeholders(self) -> list[tuple[str, Any]] | None:
+        """(name, default) per graph input; None when calls cannot bind to them."""
+        ...
+
+    def key(self, args: Sequence[Any]) -> Any:
+        """The specialization key of a call."""
+        ...
+
+    def program_failed(self, key: Any, spec: Any, args: Sequence[Any], error: Exception) -> Any:
+        """A program raised: eager decides the result (or the error)."""
+        ...
+
+    def __call__(self, *args: Any) -> Any: ...
+
+
 def fast_path(
-    owner: Any, key: Any, spec: Any, args: Sequence[Any], *, trusted: bool = False
+    owner: FastPathOwner, key: Any, spec: Any, args: Sequence[Any], *, trusted: bool = False
 ) -> Callable[..., Any] | None:
     """The generated fast path of `spec` for calls whose key is `key` (a key of
     `owner`, a `CompiledFunction`; `args` a call that had it), or None when its
@@ -121,7 +161,7 @@ def fast_path(
     `requires_grad` is still checked, and a call that fails it, or any call after
     the program failed, takes the full path."""
     program = spec.program
-    params = owner._params()
+    params = owner.placeholders()
     if (
         program is None
         or spec.training is not None
@@ -135,11 +175,11 @@ def fast_path(
     grad = key[0]
     dynamo = owner.guarded_by_dynamo
     n = len(params)
-    checks = owner._size_checks if owner._size_checks and not owner._exact_shapes else ()
+    checks = owner.size_checks if owner.size_checks and not owner.exact_shapes else ()
     arg_specs = key[1 : 1 + n]
     if len(arg_specs) != n or len(key) != 1 + n + (1 if checks else 0) or len(args) != n:
         return None
-    if grad and len(owner._parameters) > _MAX_PARAMETERS:
+    if grad and len(owner.module_parameters) > _MAX_PARAMETERS:
         return None
     env: dict[str, Any] = {
         "MISS": MISS,
@@ -188,7 +228,7 @@ def fast_path(
             checked.append("        return False")
         z = f"z{i}"
         checked.append(f"    {z} = {a}.shape")
-        if owner._exact_shapes:
+        if owner.exact_shapes:
             env[f"S{i}"] = shape
             conds = [f"{z} == S{i}"]
         else:
@@ -246,10 +286,10 @@ def fast_path(
             env[f"M{k}"], env[f"T{k}"] = m, t
         modes = " and ".join(f"M{k}.training is T{k}" for k in range(len(owner.modes)))
         lines += [f"    if not ({modes}):", "        return MISS"]
-    if grad and owner._parameters:
-        for k, p in enumerate(owner._parameters):
+    if grad and owner.module_parameters:
+        for k, p in enumerate(owner.module_parameters):
             env[f"P{k}"] = p
-        grads = " or ".join(f"P{k}.requires_grad" for k in range(len(owner._parameters)))
+        grads = " or ".join(f"P{k}.requires_grad" for k in range(len(owner.module_parameters)))
         lines.append(f"    if {grads}:")
         lines.append("        return owner(*args)" if trusted else "        return MISS")
     env["failed"] = functools.partial(_failed, owner, spec, env)
@@ -270,7 +310,7 @@ def fast_path(
     passing: frozenset[int] = frozenset()
     if spec.args_are_inputs == n:
         inputs = "args"
-        passing = _passing_guards(program, arg_specs, owner._exact_shapes)
+        passing = _passing_guards(program, arg_specs, owner.exact_shapes)
         if passing:
             env["run"] = program.run_passing(passing)
     else:
@@ -342,14 +382,14 @@ except ImportError:  # a torch without them: the checks run in Python
 
 
 def _failed(
-    owner: Any, spec: Any, env: dict[str, Any], args: Sequence[Any], error: Exception
+    owner: FastPathOwner, spec: Any, env: dict[str, Any], args: Sequence[Any], error: Exception
 ) -> Any:
     """A program that raised on the fast path: as on the full path (eager runs
     and decides the error; the specialization runs eagerly from now on, and a
     trusted fast path sends every later call to the full path)."""
     env["BROKEN"] = True
     owner.last = spec
-    return owner._program_failed(owner._key(args), spec, args, error)
+    return owner.program_failed(owner.key(args), spec, args, error)
 
 
 def _passing_guards(program: Any, arg_specs: Sequence[Any], exact: bool) -> frozenset[int]:
@@ -403,14 +443,13 @@ def _view_specs(program: Any, arg_specs: Sequence[Any]) -> dict[int, Any]:
             perm = [d % rank for d in op.prop("dims") or ()]
             if sorted(perm) != list(range(rank)):
                 continue
-        specs[step.outs[0]] = (dtype, device, tuple(shape[d] for d in perm), False, rest)
+        specs[step.outs[0]] = TensorSpec(dtype, device, tuple(shape[d] for d in perm), False, rest)
     return specs
 
 
 def _is_tensor_spec(spec: Any) -> bool:
-    """Whether a key part is a tensor's: (dtype, device, shape, contiguous, grad)
-    (`compiled._arg_spec`)."""
-    return isinstance(spec, tuple) and len(spec) == 5 and isinstance(spec[0], torch.dtype)
+    """Whether a key part is a tensor's (`specialization_key.TensorSpec`)."""
+    return isinstance(spec, TensorSpec)
 
 
 def _implies(spec: Any, check: Any, exact: bool) -> bool:

@@ -10,30 +10,37 @@ On bool tensors the bitwise ops are the logical ones (`torch.bitwise_and(p, q)` 
     %and = aten.logical_and %gt, %gt_1 : tensor<4xi1>, tensor<4xi1> -> tensor<4xi1>
 
 The ATen forms (`aten.__and__.Tensor`, `aten.bitwise_and.Tensor`, ...) take the
-same handlers (`fusec.frontend.aten_table`).
+same handlers.
 """
 
 from __future__ import annotations
 
 import operator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from fusec.dialects import aten
 from fusec.dialects import inference as inf
-from fusec.frontend.importer import Handler, _binary, _Importer, _NotMapped, _register
+from fusec.frontend.imported import NotMapped
+from fusec.frontend.registry import Handler, register, register_aten
+from fusec.frontend.torch_table import binary
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
+
+if TYPE_CHECKING:
+    from fusec.frontend.importer import Importer
+
+A = torch.ops.aten
 
 
 def bool_bitwise(op_cls: type[Operation]) -> Handler:
     """The handler of a bitwise op that is `op_cls` (a logical op) on bool tensors."""
 
-    def handle(ctx: _Importer, a: Any, b: Any) -> SSAValue:
+    def handle(ctx: Importer, a: Any, b: Any) -> SSAValue:
         for v in (ctx.operand(a), ctx.operand(b)):
             if not isinstance(v.type, TensorType) or inf.element_type(v.type) != inf.BOOL:
-                raise _NotMapped("a bitwise op of a tensor that is not bool")
-        return _binary(ctx, op_cls, a, b)
+                raise NotMapped("a bitwise op of a tensor that is not bool")
+        return binary(ctx, op_cls, a, b)
 
     return handle
 
@@ -42,9 +49,13 @@ AND = bool_bitwise(aten.LogicalAndOp)
 OR = bool_bitwise(aten.LogicalOrOp)
 XOR = bool_bitwise(aten.LogicalXorOp)
 
-_register(torch.bitwise_and, operator.and_, operator.iand, "bitwise_and", "bitwise_and_",
-          "__and__")(AND)  # fmt: skip
-_register(torch.bitwise_or, operator.or_, operator.ior, "bitwise_or", "bitwise_or_",
-          "__or__")(OR)  # fmt: skip
-_register(torch.bitwise_xor, operator.xor, operator.ixor, "bitwise_xor", "bitwise_xor_",
-          "__xor__")(XOR)  # fmt: skip
+register(torch.bitwise_and, operator.and_, operator.iand, "bitwise_and", "bitwise_and_",
+         "__and__")(AND)  # fmt: skip
+register(torch.bitwise_or, operator.or_, operator.ior, "bitwise_or", "bitwise_or_",
+         "__or__")(OR)  # fmt: skip
+register(torch.bitwise_xor, operator.xor, operator.ixor, "bitwise_xor", "bitwise_xor_",
+         "__xor__")(XOR)  # fmt: skip
+# The ATen forms, in place too (`m &= mask` keeps `aten.__iand__` in an export).
+register_aten(A.__and__, A.__iand__, A.bitwise_and, A.bitwise_and_)(AND)
+register_aten(A.__or__, A.__ior__, A.bitwise_or, A.bitwise_or_)(OR)
+register_aten(A.__xor__, A.__ixor__, A.bitwise_xor, A.bitwise_xor_)(XOR)

@@ -19,18 +19,22 @@ as reductions and pointwise ops:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.nn.functional as F
 from fusec.codegen.torch_ops import DTYPES_OF_TORCH
 from fusec.dialects import aten
 from fusec.dialects import inference as inf
-from fusec.frontend.importer import _Importer, _NotMapped, _register
+from fusec.frontend.imported import NotMapped
+from fusec.frontend.registry import register
 from torch import nn
 from xdsl.dialects.arith import ConstantOp
 from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, TensorType, i64
 from xdsl.ir import Attribute, Operation, SSAValue
+
+if TYPE_CHECKING:
+    from fusec.frontend.importer import Importer
 
 Built = tuple[list[Operation], SSAValue]
 """New ops, in order, and the value they compute."""
@@ -294,19 +298,19 @@ def build_cross_entropy(
     return ops, add(aten.DivOp(total, count))
 
 
-def _emit(ctx: _Importer, built: Built) -> SSAValue:
+def emit_built(ctx: Importer, built: Built) -> SSAValue:
     ops, result = built
     for op in ops:
         ctx.add_op(op)
     return result
 
 
-def _dtype(ctx: _Importer, dtype: Any) -> Attribute | None:
+def result_dtype(ctx: Importer, dtype: Any) -> Attribute | None:
     dt = ctx.const(dtype)
     if dt is None:
         return None
     if not isinstance(dt, torch.dtype) or dt not in DTYPES_OF_TORCH:
-        raise _NotMapped("dtype")
+        raise NotMapped("dtype")
     return DTYPES_OF_TORCH[dt]
 
 
@@ -319,21 +323,21 @@ def _dim_list(d: Any) -> list[int] | None:
 # ---------------------------------------------------------------------- handlers
 
 
-def _extremum(cls: type[aten.ReductionOp]) -> Any:
-    def handle(ctx: _Importer, x: Any, dim: Any = (), keepdim: Any = False) -> SSAValue:
+def extremum(cls: type[aten.ReductionOp]) -> Any:
+    def handle(ctx: Importer, x: Any, dim: Any = (), keepdim: Any = False) -> SSAValue:
         dims = _dim_list(ctx.const(dim))
-        return _emit(ctx, build_reduction(cls, ctx.tensor(x), dims, bool(ctx.const(keepdim))))
+        return emit_built(ctx, build_reduction(cls, ctx.tensor(x), dims, bool(ctx.const(keepdim))))
 
     return handle
 
 
-_register(torch.amax, "amax")(_extremum(aten.AmaxOp))
-_register(torch.amin, "amin")(_extremum(aten.AminOp))
+register(torch.amax, "amax")(extremum(aten.AmaxOp))
+register(torch.amin, "amin")(extremum(aten.AminOp))
 
 
-def _variance(cls: type[aten.ReductionOp]) -> Any:
+def variance(cls: type[aten.ReductionOp]) -> Any:
     def handle(
-        ctx: _Importer, x: Any, *args: Any, keepdim: Any = False, correction: Any = None,
+        ctx: Importer, x: Any, *args: Any, keepdim: Any = False, correction: Any = None,
         unbiased: Any = None, dim: Any = None,
     ) -> SSAValue:  # fmt: skip
         rest = list(ctx.const(args))
@@ -352,58 +356,58 @@ def _variance(cls: type[aten.ReductionOp]) -> Any:
         dims = _dim_list(ctx.const(dim))
         v = ctx.tensor(x)
         built = build_reduction(cls, v, dims, bool(ctx.const(keepdim)), correction=corr)
-        return _emit(ctx, built)
+        return emit_built(ctx, built)
 
     return handle
 
 
-_register(torch.var, "var")(_variance(aten.VarOp))
-_register(torch.std, "std")(_variance(aten.StdOp))
+register(torch.var, "var")(variance(aten.VarOp))
+register(torch.std, "std")(variance(aten.StdOp))
 
 
 def _softmax(log: bool) -> Any:
     def handle(
-        ctx: _Importer, x: Any, dim: Any = None, _stacklevel: Any = 3, dtype: Any = None
+        ctx: Importer, x: Any, dim: Any = None, _stacklevel: Any = 3, dtype: Any = None
     ) -> SSAValue:
         d = ctx.const(dim)
         if isinstance(ctx.const(_stacklevel), torch.dtype):  # torch.softmax(x, dim, dtype)
             dtype = _stacklevel
         if not isinstance(d, int):
-            raise _NotMapped("softmax without a dim")
-        return _emit(ctx, build_softmax(ctx.tensor(x), d, _dtype(ctx, dtype), log))
+            raise NotMapped("softmax without a dim")
+        return emit_built(ctx, build_softmax(ctx.tensor(x), d, result_dtype(ctx, dtype), log))
 
     return handle
 
 
-_register(torch.softmax, F.softmax, "softmax")(_softmax(False))
-_register(torch.log_softmax, F.log_softmax, "log_softmax")(_softmax(True))
+register(torch.softmax, F.softmax, "softmax")(_softmax(False))
+register(torch.log_softmax, F.log_softmax, "log_softmax")(_softmax(True))
 
 
-def _softmax_backward(log: bool) -> Any:
-    def handle(ctx: _Importer, grad: Any, output: Any, dim: Any, input_dtype: Any) -> SSAValue:
+def softmax_backward(log: bool) -> Any:
+    def handle(ctx: Importer, grad: Any, output: Any, dim: Any, input_dtype: Any) -> SSAValue:
         g, out = ctx.tensor(grad), ctx.tensor(output)
         if inf.element_type(g.type) != inf.element_type(out.type):
-            raise _NotMapped("softmax backward across dtypes")
-        return _emit(ctx, build_softmax_backward(g, out, int(ctx.const(dim)), log))
+            raise NotMapped("softmax backward across dtypes")
+        return emit_built(ctx, build_softmax_backward(g, out, int(ctx.const(dim)), log))
 
     return handle
 
 
-_register(torch._softmax_backward_data)(_softmax_backward(False))
-_register(torch._log_softmax_backward_data)(_softmax_backward(True))
+register(torch._softmax_backward_data)(softmax_backward(False))
+register(torch._log_softmax_backward_data)(softmax_backward(True))
 
 
-@_register(torch._softmax, torch._log_softmax)
-def _aten_softmax(ctx: _Importer, x: Any, dim: Any, half_to_float: Any) -> SSAValue:
+@register(torch._softmax, torch._log_softmax)
+def _aten_softmax(ctx: Importer, x: Any, dim: Any, half_to_float: Any) -> SSAValue:
     """`aten._softmax(x, dim, half_to_float)`: a softmax, in f32 if `half_to_float`."""
     log = ctx.node.target is torch._log_softmax  # type: ignore[union-attr]
     dtype = inf.F32 if ctx.const(half_to_float) else None
-    return _emit(ctx, build_softmax(ctx.tensor(x), int(ctx.const(dim)), dtype, log))
+    return emit_built(ctx, build_softmax(ctx.tensor(x), int(ctx.const(dim)), dtype, log))
 
 
-@_register(torch.native_layer_norm)
-def _native_layer_norm(
-    ctx: _Importer, x: Any, normalized_shape: Any, weight: Any, bias: Any, eps: Any
+@register(torch.native_layer_norm)
+def native_layer_norm(
+    ctx: Importer, x: Any, normalized_shape: Any, weight: Any, bias: Any, eps: Any
 ) -> tuple[SSAValue, SSAValue, SSAValue]:
     shape = list(ctx.const(normalized_shape))
     ops, results = build_native_layer_norm(
@@ -414,17 +418,17 @@ def _native_layer_norm(
     return results
 
 
-@_register(torch.ops.aten.native_layer_norm_backward,
+@register(torch.ops.aten.native_layer_norm_backward,
            torch.ops.aten.native_layer_norm_backward.default)  # fmt: skip
-def _native_layer_norm_backward(
-    ctx: _Importer, grad: Any, x: Any, normalized_shape: Any, mean: Any, rstd: Any,
+def native_layer_norm_backward(
+    ctx: Importer, grad: Any, x: Any, normalized_shape: Any, mean: Any, rstd: Any,
     weight: Any, bias: Any, output_mask: Any,
 ) -> tuple[SSAValue | None, ...]:  # fmt: skip
     mask = [bool(m) for m in ctx.const(output_mask)]
     if len(list(ctx.const(normalized_shape))) == len(_shape(ctx.tensor(x))):
-        raise _NotMapped("layer_norm backward over every dim")
+        raise NotMapped("layer_norm backward over every dim")
     if mask[1] and weight is None:
-        raise _NotMapped("weight gradient without a weight")
+        raise NotMapped("weight gradient without a weight")
     ops, results = build_layer_norm_backward(
         ctx.tensor(grad), ctx.tensor(x), list(ctx.const(normalized_shape)), ctx.tensor(mean),
         ctx.tensor(rstd), _optional(ctx, weight), mask,
@@ -434,20 +438,20 @@ def _native_layer_norm_backward(
     return results
 
 
-@_register(nn.Softmax, nn.LogSoftmax)
-def _softmax_module(ctx: _Importer, mod: nn.Softmax | nn.LogSoftmax, x: Any) -> SSAValue:
+@register(nn.Softmax, nn.LogSoftmax)
+def _softmax_module(ctx: Importer, mod: nn.Softmax | nn.LogSoftmax, x: Any) -> SSAValue:
     if mod.dim is None:
-        raise _NotMapped("softmax without a dim")
-    return _emit(ctx, build_softmax(ctx.tensor(x), mod.dim, None, isinstance(mod, nn.LogSoftmax)))
+        raise NotMapped("softmax without a dim")
+    return emit_built(ctx, build_softmax(ctx.tensor(x), mod.dim, None, isinstance(mod, nn.LogSoftmax)))
 
 
-def _optional(ctx: _Importer, v: Any) -> SSAValue | None:
+def _optional(ctx: Importer, v: Any) -> SSAValue | None:
     return None if v is None else ctx.tensor(v)
 
 
-@_register(F.layer_norm)
-def _layer_norm(
-    ctx: _Importer, x: Any, normalized_shape: Any, weight: Any = None, bias: Any = None,
+@register(F.layer_norm)
+def layer_norm(
+    ctx: Importer, x: Any, normalized_shape: Any, weight: Any = None, bias: Any = None,
     eps: Any = 1e-5,
 ) -> SSAValue:  # fmt: skip
     shape = ctx.const(normalized_shape)
@@ -455,18 +459,18 @@ def _layer_norm(
     built = build_layer_norm(
         ctx.tensor(x), shape, _optional(ctx, weight), _optional(ctx, bias), float(ctx.const(eps))
     )
-    return _emit(ctx, built)
+    return emit_built(ctx, built)
 
 
-def _module_params(ctx: _Importer, mod: nn.Module, *names: str) -> list[SSAValue | None]:
+def _module_params(ctx: Importer, mod: nn.Module, *names: str) -> list[SSAValue | None]:
     path = str(ctx.node.target)  # type: ignore[union-attr]
     return [ctx.attr_operand(path, n, getattr(mod, n, None)) for n in names]
 
 
-@_register(nn.LayerNorm)
-def _layer_norm_module(ctx: _Importer, mod: nn.LayerNorm, x: Any) -> SSAValue:
+@register(nn.LayerNorm)
+def _layer_norm_module(ctx: Importer, mod: nn.LayerNorm, x: Any) -> SSAValue:
     w, b = _module_params(ctx, mod, "weight", "bias")
-    return _emit(ctx, build_layer_norm(ctx.tensor(x), list(mod.normalized_shape), w, b, mod.eps))
+    return emit_built(ctx, build_layer_norm(ctx.tensor(x), list(mod.normalized_shape), w, b, mod.eps))
 
 
 def _rms_eps(x: SSAValue, eps: Any) -> float:
@@ -479,59 +483,59 @@ DTYPE_TO_TORCH = {v: k for k, v in DTYPES_OF_TORCH.items()}
 
 if hasattr(F, "rms_norm"):
 
-    @_register(F.rms_norm)
+    @register(F.rms_norm)
     def _rms_norm(
-        ctx: _Importer, x: Any, normalized_shape: Any, weight: Any = None, eps: Any = None
+        ctx: Importer, x: Any, normalized_shape: Any, weight: Any = None, eps: Any = None
     ) -> SSAValue:
         shape = ctx.const(normalized_shape)
         rank = 1 if isinstance(shape, int) else len(shape)
         v = ctx.tensor(x)
         if not inf.is_float(inf.element_type(v.type)):
-            raise _NotMapped("rms_norm of integers")
+            raise NotMapped("rms_norm of integers")
         built = build_rms_norm(v, rank, _optional(ctx, weight), _rms_eps(v, ctx.const(eps)))
-        return _emit(ctx, built)
+        return emit_built(ctx, built)
 
 
 if hasattr(nn, "RMSNorm"):
 
-    @_register(nn.RMSNorm)
-    def _rms_norm_module(ctx: _Importer, mod: nn.RMSNorm, x: Any) -> SSAValue:
+    @register(nn.RMSNorm)
+    def _rms_norm_module(ctx: Importer, mod: nn.RMSNorm, x: Any) -> SSAValue:
         (w,) = _module_params(ctx, mod, "weight")
         v = ctx.tensor(x)
-        return _emit(ctx, build_rms_norm(v, len(mod.normalized_shape), w, _rms_eps(v, mod.eps)))
+        return emit_built(ctx, build_rms_norm(v, len(mod.normalized_shape), w, _rms_eps(v, mod.eps)))
 
 
-@_register(F.batch_norm)
+@register(F.batch_norm)
 def _batch_norm(
-    ctx: _Importer, x: Any, running_mean: Any, running_var: Any, weight: Any = None,
+    ctx: Importer, x: Any, running_mean: Any, running_var: Any, weight: Any = None,
     bias: Any = None, training: Any = False, momentum: Any = 0.1, eps: Any = 1e-5,
 ) -> SSAValue:  # fmt: skip
     if ctx.const(training) or running_mean is None or running_var is None:
-        raise _NotMapped("batch_norm in training mode")
+        raise NotMapped("batch_norm in training mode")
     v = ctx.tensor(x)
     if len(_shape(v)) < 2:
-        raise _NotMapped("batch_norm of a tensor without a channel dim")
+        raise NotMapped("batch_norm of a tensor without a channel dim")
     built = build_batch_norm_eval(
         v, ctx.tensor(running_mean), ctx.tensor(running_var), _optional(ctx, weight),
         _optional(ctx, bias), float(ctx.const(eps)),
     )  # fmt: skip
-    return _emit(ctx, built)
+    return emit_built(ctx, built)
 
 
-@_register(nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)
-def _batch_norm_module(ctx: _Importer, mod: nn.modules.batchnorm._BatchNorm, x: Any) -> SSAValue:
+@register(nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)
+def _batch_norm_module(ctx: Importer, mod: nn.modules.batchnorm._BatchNorm, x: Any) -> SSAValue:
     if mod.training or not mod.track_running_stats or mod.running_mean is None:
-        raise _NotMapped("batch_norm in training mode")
+        raise NotMapped("batch_norm in training mode")
     rm, rv, w, b = _module_params(ctx, mod, "running_mean", "running_var", "weight", "bias")
     assert rm is not None and rv is not None
     v = ctx.tensor(x)
     if len(_shape(v)) < 2:
-        raise _NotMapped("batch_norm of a tensor without a channel dim")
-    return _emit(ctx, build_batch_norm_eval(v, rm, rv, w, b, mod.eps))
+        raise NotMapped("batch_norm of a tensor without a channel dim")
+    return emit_built(ctx, build_batch_norm_eval(v, rm, rv, w, b, mod.eps))
 
 
-def _aten_batch_norm(
-    ctx: _Importer, x: Any, weight: Any, bias: Any, running_mean: Any, running_var: Any,
+def aten_batch_norm(
+    ctx: Importer, x: Any, weight: Any, bias: Any, running_mean: Any, running_var: Any,
     training: Any, momentum: Any, eps: Any, cudnn_enabled: Any = True,
 ) -> SSAValue:  # fmt: skip
     """`aten.batch_norm.default` (torch.export's training IR): as `F.batch_norm`,
@@ -539,8 +543,8 @@ def _aten_batch_norm(
     return _batch_norm(ctx, x, running_mean, running_var, weight, bias, training, momentum, eps)
 
 
-def _native_batch_norm_no_training(
-    ctx: _Importer, x: Any, weight: Any, bias: Any, running_mean: Any, running_var: Any,
+def native_batch_norm_no_training(
+    ctx: Importer, x: Any, weight: Any, bias: Any, running_mean: Any, running_var: Any,
     momentum: Any, eps: Any,
 ) -> tuple[SSAValue, SSAValue, SSAValue]:  # fmt: skip
     """`aten._native_batch_norm_legit_no_training` (functional ATen): the eval batch
@@ -561,47 +565,47 @@ def _native_batch_norm_no_training(
     return y, empty[0], empty[1]
 
 
-@_register(F.dropout, F.dropout1d, F.dropout2d, F.dropout3d, F.alpha_dropout, torch.dropout)
+@register(F.dropout, F.dropout1d, F.dropout2d, F.dropout3d, F.alpha_dropout, torch.dropout)
 def _dropout(
-    ctx: _Importer, x: Any, p: Any = 0.5, training: Any = True, inplace: Any = False
+    ctx: Importer, x: Any, p: Any = 0.5, training: Any = True, inplace: Any = False
 ) -> SSAValue:
     if ctx.const(training) and ctx.const(p) != 0:
-        raise _NotMapped("dropout in training mode")
+        raise NotMapped("dropout in training mode")
     return ctx.tensor(x)
 
 
-@_register(nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d, nn.AlphaDropout)
-def _dropout_module(ctx: _Importer, mod: nn.Module, x: Any) -> SSAValue:
+@register(nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d, nn.AlphaDropout)
+def _dropout_module(ctx: Importer, mod: nn.Module, x: Any) -> SSAValue:
     if mod.training and mod.p != 0:  # type: ignore[attr-defined]
-        raise _NotMapped("dropout in training mode")
+        raise NotMapped("dropout in training mode")
     return ctx.tensor(x)
 
 
-@_register(F.cross_entropy)
+@register(F.cross_entropy)
 def _cross_entropy(
-    ctx: _Importer, x: Any, target: Any, weight: Any = None, size_average: Any = None,
+    ctx: Importer, x: Any, target: Any, weight: Any = None, size_average: Any = None,
     ignore_index: Any = -100, reduce: Any = None, reduction: Any = "mean",
     label_smoothing: Any = 0.0,
 ) -> SSAValue:  # fmt: skip
     if weight is not None or size_average is not None or reduce is not None:
-        raise _NotMapped("cross_entropy with class weights or legacy reduction flags")
+        raise NotMapped("cross_entropy with class weights or legacy reduction flags")
     if ctx.const(label_smoothing) != 0:
-        raise _NotMapped("cross_entropy with label smoothing")
+        raise NotMapped("cross_entropy with label smoothing")
     logits, t = ctx.tensor(x), ctx.tensor(target)
     if len(_shape(logits)) != 2 or inf.element_type(t.type) != inf.I64:
-        raise _NotMapped("cross_entropy other than [N, C] logits and [N] class indices")
+        raise NotMapped("cross_entropy other than [N, C] logits and [N] class indices")
     red = ctx.const(reduction)
     if red not in ("mean", "sum", "none"):
-        raise _NotMapped(f"reduction {red!r}")
-    return _emit(ctx, build_cross_entropy(logits, t, int(ctx.const(ignore_index)), red))
+        raise NotMapped(f"reduction {red!r}")
+    return emit_built(ctx, build_cross_entropy(logits, t, int(ctx.const(ignore_index)), red))
 
 
-@_register(nn.CrossEntropyLoss)
+@register(nn.CrossEntropyLoss)
 def _cross_entropy_module(
-    ctx: _Importer, mod: nn.CrossEntropyLoss, x: Any, target: Any
+    ctx: Importer, mod: nn.CrossEntropyLoss, x: Any, target: Any
 ) -> SSAValue:
     if mod.weight is not None:
-        raise _NotMapped("cross_entropy with class weights")
+        raise NotMapped("cross_entropy with class weights")
     return _cross_entropy(
         ctx, x, target, ignore_index=mod.ignore_index, reduction=mod.reduction,
         label_smoothing=mod.label_smoothing,

@@ -18,11 +18,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TypeGuard
 
 from fusec.dialects import inference as inf
 from fusec.dialects.inference import BF16, BOOL, F16, F32, F64
 from xdsl.dialects import arith, builtin, memref
-from xdsl.dialects.builtin import FloatAttr, IndexType, IntegerAttr, IntegerType
+from xdsl.dialects.builtin import AnyFloat, FloatAttr, IndexType, IntegerAttr, IntegerType
 from xdsl.ir import Attribute, Operation, SSAValue
 
 INDEX = IndexType()
@@ -50,7 +51,7 @@ def storage_type(t: Attribute) -> Attribute:
     return inf.I8 if t == inf.U8 else t
 
 
-def is_floating(t: Attribute) -> bool:
+def is_floating(t: Attribute) -> TypeGuard[AnyFloat]:
     return t in (F16, BF16, F32, F64)
 
 
@@ -73,6 +74,7 @@ class LoopEmitter:
     def const(self, value: float | int | bool, t: Attribute) -> SSAValue:
         if isinstance(t, IndexType) or isinstance(t, IntegerType):
             return self.add(arith.ConstantOp(IntegerAttr(int(value), t)))
+        assert isinstance(t, AnyFloat), t
         return self.add(arith.ConstantOp(FloatAttr(float(value), t)))
 
     def wrap_u8(self, v: SSAValue) -> SSAValue:
@@ -123,7 +125,7 @@ class LoopEmitter:
             return self.to_bool(v)
         if is_floating(to):
             if is_floating(frm):
-                wider = frm.bitwidth < to.bitwidth  # type: ignore[attr-defined]
+                wider = frm.bitwidth < to.bitwidth
                 return self.add(arith.ExtFOp(v, to) if wider else arith.TruncFOp(v, to))
             if frm == BOOL:
                 return self.add(arith.UIToFPOp(v, to))

@@ -98,7 +98,7 @@ def _gpu_loop(
     blk = Block(arg_types=[width])
     loop = scf.ForOp(start, total, step, [], blk)
     le = LoopEmitter([])
-    rest = blk.args[0]
+    rest: SSAValue = blk.args[0]
     ivs: list[SSAValue] = [rest] * len(sizes)
     for d in reversed(range(1, len(sizes))):
         divisor = divisors[d]

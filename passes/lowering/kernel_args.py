@@ -52,8 +52,8 @@ def view_step(op: Operation, result_index: int) -> tuple[object, ...]:
         case aten.ChunkOp():
             return ("chunk", result_index, p("chunks"), p("dim"))
         case aten.SplitOp():
-            d = inf.normalize_dim(p("dim"), op.input.type.get_num_dims())
-            sizes = [r.type.get_shape()[d] for r in op.results]
+            d = inf.normalize_dim(p("dim"), inf.tensor_type(op.input.type).get_num_dims())
+            sizes = [inf.tensor_type(r.type).get_shape()[d] for r in op.results]
             start = sum(sizes[:result_index])
             return ("narrow", d, start, sizes[result_index])
         case aten.NarrowOp():
@@ -61,7 +61,7 @@ def view_step(op: Operation, result_index: int) -> tuple[object, ...]:
         case aten.SliceOp():
             return ("slice", p("dim"), p("start"), p("end"), p("step"))
         case aten.ExpandOp():
-            return ("rank", op.results[0].type.get_num_dims())
+            return ("rank", inf.tensor_type(op.results[0].type).get_num_dims())
         case aten.UnsqueezeOp():
             return ("unsqueeze", p("dim"))
         case aten.SqueezeOp():
@@ -71,7 +71,7 @@ def view_step(op: Operation, result_index: int) -> tuple[object, ...]:
         case aten.TransposeOp():
             return ("transpose", p("dim0"), p("dim1"))
         case _:
-            return ("reshape", inf.reshape_sizes(op.results[0].type.get_shape()))
+            return ("reshape", inf.reshape_sizes(inf.tensor_type(op.results[0].type).get_shape()))
 
 
 @dataclass
@@ -113,7 +113,7 @@ def plan_kernel(block: Block) -> KernelPlan:
         for v in uses:
             if v not in operand_of:
                 i, views = chains[v]
-                et = v.type.get_element_type()  # type: ignore[attr-defined]
+                et = v.type.get_element_type()
                 operand_of[v] = len(operands)
                 operands.append(OperandSpec(i, views, dtype_name(et)))
     return KernelPlan(operands, operand_of, scalars, scalar_of)
@@ -176,7 +176,7 @@ def kernel_entry(
     arguments taken apart: (block, all args, sizes, (data, strides) per memref,
     index of the first scalar)."""
     entry = Block(arg_types=arg_types)
-    a = list(entry.args)
+    a: list[SSAValue] = list(entry.args)
     pos = 1 if gpu else 2
     sizes = a[pos : pos + lrank]
     pos += lrank

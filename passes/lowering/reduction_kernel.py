@@ -366,7 +366,7 @@ def build_reduction_kernel(
             if unit is None:
                 tiles(pe.ops, contiguous=versioned and bool(moving))
             else:
-                versions = [[], []]
+                versions: list[list[Operation]] = [[], []]
                 tiles(versions[0], contiguous=True)
                 tiles(versions[1], contiguous=False)
                 for ops in versions:
@@ -375,7 +375,7 @@ def build_reduction_kernel(
         elif unit is None:  # every tensor is broadcast along the columns, or too many
             blocks(pe.ops, (BLOCK, 1), contiguous=versioned)
         else:
-            versions: list[list[Operation]] = [[], []]
+            versions = [[], []]
             blocks(versions[0], (WIDE_BLOCK, 1), contiguous=True)
             blocks(versions[1], (BLOCK, 1), contiguous=False)
             for ops in versions:

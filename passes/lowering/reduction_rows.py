@@ -210,7 +210,7 @@ class CpuRows:
             return
         for n, d in enumerate(kept or [None]):
             blk = Block(arg_types=[INDEX])
-            lo, hi = (begin, end) if n == 0 else (c0, sizes[d])
+            lo, hi = (begin, end) if n == 0 or d is None else (c0, sizes[d])
             em.ops.append(scf.ForOp(lo, hi, c1, [], blk))
             em = LoopEmitter([])
             self._opened.append((blk, em))
@@ -229,7 +229,7 @@ class CpuRows:
         """Loops over `dims` carrying `accs`; `body_fn(emitter, offsets, accs)` gives
         the next accumulators at each element. Returns the final ones."""
         if not dims:
-            return body_fn(em, offs, accs)
+            return body_fn(em, list(offs), list(accs))
         d = dims[0]
         blk = Block(arg_types=[INDEX] + [v.type for v in accs])
         inner = LoopEmitter([])
@@ -257,7 +257,13 @@ class CpuRows:
         offs: Sequence[SSAValue],
         body_fn: Callable[[LoopEmitter, list[SSAValue]], None],
     ) -> None:
-        self._nest(em, self.rdims, offs, [], lambda ie, o, _a: body_fn(ie, o) or [])
+        def no_accumulators(
+            ie: LoopEmitter, o: Sequence[SSAValue], _a: Sequence[SSAValue]
+        ) -> list[SSAValue]:
+            body_fn(ie, list(o))
+            return []
+
+        self._nest(em, self.rdims, offs, [], no_accumulators)
 
     def first_lane(self, em: LoopEmitter) -> tuple[LoopEmitter, Callable[[], None]]:
         return em, lambda: None

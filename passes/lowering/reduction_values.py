@@ -108,7 +108,7 @@ def update_accumulators(
         return [e.add(arith.OrIOp(accs[0], x))]
     if is_floating(t):
         # PyTorch's own sum kernels reassociate (vectorized partial sums), so may we.
-        return [e.add(arith.AddfOp(accs[0], x, flags=arith.FastMathFlagsAttr(["reassoc"])))]
+        return [e.add(arith.AddfOp(accs[0], x, flags=arith.FastMathFlagsAttr([arith.FastMathFlag.REASSOC])))]
     return [e.add(arith.AddiOp(accs[0], x))]
 
 
@@ -150,12 +150,12 @@ def reduced_value(e: LoopEmitter, op: Operation, accs: list[SSAValue], count: SS
     kind = REDUCTION_KINDS[type(op)]
     t = accs[0].type
     if kind == "mean":
+        assert is_floating(t), t
         n = e.add(arith.SIToFPOp(e.add(arith.IndexCastOp(count, IntegerType(64))), t))
         return e.add(arith.DivfOp(accs[0], n))
     if kind in ("var", "std"):
         n, _, m2 = accs
-        attr = op.properties.get("correction")
-        correction = attr.value.data if attr is not None else 1  # type: ignore[union-attr]
+        correction = aten.number_value(op.properties.get("correction"), 1)
         var = e.add(arith.DivfOp(m2, e.add(arith.SubfOp(n, e.const(float(correction), t)))))
         if kind == "std":
             return e.add(mathd.SqrtOp(var))

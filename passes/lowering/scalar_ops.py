@@ -23,7 +23,7 @@ without a method here fails `tests/test_op_homes.py`, not a user's kernel.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from fusec.dialects import aten
 from fusec.dialects import inference as inf
@@ -54,7 +54,7 @@ Args = Sequence[SSAValue]
 POINTWISE_METHODS: dict[type[Operation], str] = {
     cls: cls.name.removeprefix("aten.")
     for cls in aten.ATEN_OPS
-    if cls.has_trait(aten.Pointwise)  # type: ignore[attr-defined]
+    if cls.has_trait(aten.Pointwise)
 }
 """Pointwise op class -> the name of its method in `CpuScalarOps`."""
 
@@ -233,9 +233,11 @@ class CpuScalarOps:
         zero = e.const(0.0, x.type)
         return e.add(arith.SelectOp(self.relu_takes_zero(e, x, zero), zero, x))
 
-    def _math(self, e: LoopEmitter, op: Operation, args: Args, cls: type[Operation]) -> SSAValue:
+    def _math(
+        self, e: LoopEmitter, op: Operation, args: Args, cls: Callable[[SSAValue], Operation]
+    ) -> SSAValue:
         (x,) = self.operands(e, op, args)
-        return e.add(cls(x))  # type: ignore[call-arg]
+        return e.add(cls(x))
 
     def exp(self, e: LoopEmitter, op: Operation, args: Args) -> SSAValue:
         return self._math(e, op, args, mathd.ExpOp)

@@ -1,0 +1,102 @@
+"""How the importer reads sizes: a size query (`x.size(0)`, `x.shape`) and
+arithmetic on known values fold into constants (`Const`), except in a graph
+with symbolic sizes, where a size stays a runtime value:
+
+    n = x.size(0)          static graph:   Const(4, from_shape=True)
+                           symbolic graph: %n = aten.sym_size %x dim = 0
+    s = x.shape            Const(torch.Size([4, 16]), source=%x)  (`aten.size %x` if returned)
+    y = x.view(n * 2, -1)  the product folds too: Const(8, from_shape=True)
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import TYPE_CHECKING, Any
+
+import torch
+import torch.fx
+from fusec.dialects import aten
+from fusec.frontend.fx_nodes import SHAPE_QUERIES, flat_nodes
+from fusec.frontend.graph_values import Const
+from fusec.frontend.value_types import holds_symbol, is_symbol
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Operation, SSAValue
+
+
+class SizeFolding:
+    """The size-folding part of `fusec.frontend.importer.Importer`."""
+
+    env: dict[torch.fx.Node, Any]
+
+    if TYPE_CHECKING:
+
+        def add_op(self, op: Operation) -> Operation: ...
+        def const(self, a: Any) -> Any: ...
+        def make_opaque(self, node: torch.fx.Node, value: Any) -> Any: ...
+
+    def fold_symbolic(self, node: torch.fx.Node, value: Any) -> Any:
+        """Sizes of a graph with symbolic shapes: `x.size(d)` and `x.shape[d]` are
+        `aten.sym_size` (a runtime i64); a whole `x.size()` is a `Const` that only
+        `aten.size` may read (`Const.symbolic`). Other values are left to `fold`."""
+        recorded = node.meta.get("example_value", node.meta.get("val"))
+        if not holds_symbol(recorded):
+            return None
+        is_query = (node.op == "call_method" and node.target in SHAPE_QUERIES) or (
+            node.op == "call_function" and node.target is getattr and node.args[1] in SHAPE_QUERIES
+        )
+        first = node.args[0] if node.args and isinstance(node.args[0], torch.fx.Node) else None
+        base = self.env.get(first) if first is not None else None
+        if is_query and node.target in ("size", "shape", getattr) and isinstance(base, SSAValue):
+            dims = node.args[1:] if node.op == "call_method" else ()
+            dim = node.kwargs.get("dim", dims[0] if dims else None)
+            if dim is None:
+                return Const(value, True, self.size_source(node, value), symbolic=True)
+            return self.add_op(aten.SymSizeOp(base, self.const(dim))).results[0]
+        if (
+            node.op == "call_function"
+            and node.target is operator.getitem
+            and isinstance(base, Const)
+            and base.symbolic
+            and base.source is not None
+            and isinstance(node.args[1], int)
+        ):
+            return self.add_op(aten.SymSizeOp(base.source, node.args[1])).results[0]
+        if is_query:  # numel() and the like: read per call, through PyTorch
+            return self.make_opaque(node, value)
+        return None
+
+    def fold(self, node: torch.fx.Node, value: Any) -> Const | None:
+        """Sizes, dtypes and arithmetic on known values are constants."""
+        if node.op == "call_method" and node.target in SHAPE_QUERIES:
+            return Const(value, from_shape=True, source=self.size_source(node, value))
+        if node.op == "call_function" and node.target is getattr and node.args[1] in SHAPE_QUERIES:
+            return Const(value, from_shape=True, source=self.size_source(node, value))
+        if isinstance(value, torch.Tensor) or node.op == "call_module":
+            return None
+        if node.op == "call_function" and node.target is operator.getitem:
+            base = self.env[node.args[0]]
+            if isinstance(base, tuple) and isinstance(node.args[1], int):
+                return None
+        leaves = [a for a in flat_nodes((node.args, node.kwargs))]
+        if all(isinstance(self.env[a], Const) for a in leaves):
+            from_shape = any(self.env[a].from_shape for a in leaves)
+            if isinstance(value, tuple) and any(isinstance(x, torch.Tensor) for x in value):
+                return None
+            # Arithmetic on symbolic sizes stays symbolic (never a constant),
+            # unless the graph records its result as a fixed int (`x.shape[-1]`
+            # of a dim Dynamo specialized).
+            symbolic = any(self.env[a].symbolic for a in leaves)
+            recorded = node.meta.get("example_value", node.meta.get("val"))
+            if symbolic and isinstance(recorded, int | torch.SymInt) and not is_symbol(recorded):
+                symbolic = False
+            return Const(value, from_shape, symbolic=symbolic)
+        return None
+
+    def size_source(self, node: torch.fx.Node, value: Any) -> SSAValue | None:
+        """The tensor a whole size (`x.shape`, `x.size()`) is read from, if any."""
+        whole = len(node.args) == (1 if node.op == "call_method" else 2) and not node.kwargs
+        if not whole or not isinstance(value, torch.Size):
+            return None
+        base = node.args[0]
+        v = self.env.get(base) if isinstance(base, torch.fx.Node) else None
+        return v if isinstance(v, SSAValue) and isinstance(v.type, TensorType) else None
