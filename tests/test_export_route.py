@@ -92,15 +92,14 @@ def _fresh_dynamo():
 
 def _torch_compile_kernels(m: nn.Module, *x: torch.Tensor) -> int:
     """Kernels per call of `torch.compile(m, backend="fusec")`'s forward: Dynamo's
-    graphs, or AOTAutograd's forward graphs where autograd records the call."""
-    # Held, so the earlier graphs stay in `dynamo_graphs` (it drops dead ones).
-    old = [*fusec.dynamo_graphs(), *training.compiled_graphs()]
+    graphs, AOTAutograd's forward graphs among them where autograd records the call."""
+    old = fusec.dynamo_graphs()  # held: `dynamo_graphs` drops the dead ones
     f = torch.compile(m, backend="fusec")
     for _ in range(2):
         torch.testing.assert_close(f(*x), m(*x))
-    graphs = [*fusec.dynamo_graphs(), *training.compiled_graphs()]
-    new = [g for g in graphs if not any(g is o for o in old)]
-    return sum(g.launches_per_call for g in new if getattr(g, "kind", "") != "backward")
+    backward = [g.function for g in training.compiled_graphs() if g.kind == "backward"]
+    new = [g for g in fusec.dynamo_graphs() if not any(g is o for o in old + backward)]
+    return sum(g.launches_per_call for g in new)
 
 
 @pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])
