@@ -8,8 +8,14 @@ import sys
 
 import pytest
 
+# models.py puts benchmarks/ and tests/ first on sys.path for itself; put the path
+# back afterwards, or pytest imports later test modules as top-level modules and
+# `from tests.cache_cases import ...` no longer resolves.
+_saved_path = list(sys.path)
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks"))
 import models  # noqa: E402
+
+sys.path[:] = _saved_path
 
 
 def test_aten_calls_counts_top_level_only() -> None:

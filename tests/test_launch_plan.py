@@ -141,7 +141,7 @@ def test_vector_width_attribute_tags_every_definition():
 
 
 @pytest.mark.skipif(
-    __import__("fusec.backends.llvm_jit").llvm_jit.host_vector_width() is None, reason="no AVX-512 host"
+    __import__("fusec.backends.llvm_jit").backends.llvm_jit.host_vector_width() is None, reason="no AVX-512 host"
 )
 def test_kernels_use_full_width_vectors_on_avx512():
     x, y = torch.randn(1000), torch.randn(1000)
