@@ -16,6 +16,7 @@ _PASSES: tuple[tuple[str, str, str], ...] = (
     ("sink-views", "sink_views", "SinkViewsPass"),
     ("broadcasting-chunk", "broadcasting_chunk", "BroadcastingChunkPass"),
     ("lower-broadcasting-chunk", "lower_broadcasting_chunk", "LowerBroadcastingChunkPass"),
+    ("hoist-reductions", "hoist_reductions", "HoistReductionsPass"),
     ("fuse", "fuse", "FusePass"),
     (
         "remove-outputs-used-only-in-size",

@@ -8,6 +8,7 @@ No run may fall back to eager, and both halves must be fusec programs."""
 from __future__ import annotations
 
 import copy
+import re
 import warnings
 from collections import Counter
 from collections.abc import Callable
@@ -17,6 +18,7 @@ import fusec
 import pytest
 import torch
 from fusec.api.training import CompiledGraph, clear_compiled_graphs, compiled_graphs
+from fusec.dialects.aten import Aten, Pointwise
 from torch import nn
 from training_models import MODELS, Loss
 
@@ -356,3 +358,44 @@ def test_relu_backward_is_one_kernel_with_no_opaque_op() -> None:
     assert "threshold_backward" in str(backward.gm.code)
     assert "aten.opaque" not in backward.function.ir()
     assert "scalar_tensor" not in backward.function.ir()
+
+
+def _top_level_sums_of_pointwise(ir: str) -> list[str]:
+    """The `aten.sum`s outside any group whose input is, through views, the result
+    of a group or of a pointwise op (a sum `hoist-reductions` should have joined
+    to that group)."""
+    defs: dict[str, tuple[str, str]] = {}
+    sums: list[tuple[str, str]] = []
+    for line in ir.splitlines():
+        m = re.match(r"^    (%[\w.]+)(?:, %[\w.]+)* = ([\w.]+) (%[\w.]+)", line)
+        if m is None:
+            continue
+        name, op, first = m.groups()
+        defs[name] = (op, first)
+        if op == "aten.sum":
+            sums.append((line.strip(), first))
+    bad = []
+    for line, value in sums:
+        op, first = defs.get(value, ("", ""))
+        while op in ("aten.view", "aten.reshape"):
+            op, first = defs.get(first, ("", ""))
+        if op in _POINTWISE or op in ("scf.if", "fusion.group"):  # a group, guarded or not
+            bad.append(line)
+    return bad
+
+
+_POINTWISE = {op.name for op in Aten.operations if op.has_trait(Pointwise)}
+
+
+@pytest.mark.parametrize("name", ["mlp", "vit"])
+def test_bias_gradients_are_outputs_of_the_gradient_kernels(name: str) -> None:
+    """A bias gradient (a column sum of a pointwise gradient that matrix products
+    read first, often through a reshape) is an extra output of the kernel that
+    computes the gradient, not a PyTorch `sum` after it (`hoist-reductions`)."""
+    graphs, _ = run_both(name, "torch.compile")
+    backward = [g for g in graphs if g.kind == "backward"]
+    assert backward
+    for g in backward:
+        ir = g.function.ir()
+        assert ir.count("aten.sum") > 0
+        assert _top_level_sums_of_pointwise(ir) == []

@@ -4,7 +4,7 @@ Each is a `-p` pipeline string, so `fusec-opt --fuse x.mlir` is exactly
 `fusec-opt -p <FUSE_PIPELINE> x.mlir`.
 """
 
-FUSE_PIPELINE = "functionalize,fold-transpose-pairs,raise-linear,decompose,decompose-reductions,concat-matmul-sum,batch-shared-matmul,sink-views,broadcasting-chunk,lower-broadcasting-chunk,fuse,fuse-concat-exits,fuse,remove-outputs-used-only-in-size,share-group-kernels,fold-matmul-bias"
+FUSE_PIPELINE = "functionalize,fold-transpose-pairs,raise-linear,decompose,decompose-reductions,concat-matmul-sum,batch-shared-matmul,sink-views,broadcasting-chunk,lower-broadcasting-chunk,hoist-reductions,fuse,fuse-concat-exits,fuse,remove-outputs-used-only-in-size,share-group-kernels,fold-matmul-bias"
 """The default fusion pipeline: raise ATen's flattened N-d linears back to
 `aten.linear` (`raise-linear`), split biases out of linear/addmm, expand
 softmax/log_softmax/layer_norm into reductions + pointwise (reductions keep their
@@ -21,7 +21,9 @@ and groups that are a repeated kernel but for a boundary (an unrolled loop's fir
 and last steps) become that kernel (`share-group-kernels`); bias adds nothing
 fused with go back into their matrix products (`fold-matmul-bias`).
 `sink-views` moves pointwise ops above the reshapes ATen graphs put around every
-matmul, so a bias add and the activation after it fuse. Before fusion, an
+matmul, so a bias add and the activation after it fuse; `hoist-reductions` moves
+a reduction of a pointwise result above the result's other readers, so a bias
+gradient's column sum joins the group computing the gradient. Before fusion, an
 unrolled loop's matrix products are regrouped: a sum of small-K products (a
 shared weight's gradient over the steps) becomes one product over concatenated
 operands (`concat-matmul-sum`), and thin products of one weight that do not
