@@ -599,6 +599,10 @@ class Importer(SizeFolding):
                 return type(a)(template(x) for x in a)
             if isinstance(a, dict):
                 return {k: template(x) for k, x in a.items()}
+            if isinstance(a, slice):
+                # `x[:, :s1]` under symbolic sizes: the bound is a size node, so
+                # the call must get its value at run time (an operand), not the node.
+                return slice(template(a.start), template(a.stop), template(a.step))
             return a
 
         def template_value(v: SSAValue) -> OperandRef:
