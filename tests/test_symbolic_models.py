@@ -79,3 +79,56 @@ def test_a_cut_by_a_symbolic_size_runs_with_its_runtime_value(fn, caplog):
         assert_same(compiled(y), fn(y))
         assert _launches(backend.compiled)[-1] > 0
     assert "running eagerly" not in caplog.text
+
+
+def tail(x, y):
+    return (x * y).relu() + 1
+
+
+def test_a_program_that_raises_at_one_shape_runs_eagerly_there_only(monkeypatch, caplog):
+    """A program (here forced) that raises at one shape: that shape runs eagerly
+    from then on, without compiling or running the program again; another shape
+    compiles again and runs fused (it used to run eagerly at every shape)."""
+    import fusec.runtime.program as program_module
+    from fusec.api.specializing import Specializing
+
+    runs = {"made": 0, "raised": 0}
+    generate, compile_spec = program_module._generate_run, Specializing._compile
+
+    def counted_compile(self, *args, **kwargs):
+        runs["made"] += 1
+        return compile_spec(self, *args, **kwargs)
+
+    def failing_at_5(program, *variant, **options):
+        run = generate(program, *variant, **options)
+
+        def checked(args):
+            if any(isinstance(a, torch.Tensor) and a.shape[:1] == (5,) for a in args):
+                runs["raised"] += 1
+                raise RuntimeError("forced failure at n=5")
+            return run(args)
+
+        return checked
+
+    monkeypatch.setattr(program_module, "_generate_run", failing_at_5)
+    monkeypatch.setattr(Specializing, "_compile", counted_compile)
+    torch._dynamo.reset()
+    backend = Recorder()
+    f = torch.compile(tail, backend=backend, dynamic=True)
+
+    def call(n: int) -> int:
+        x, y = torch.randn(n, 8), torch.randn(n, 8)
+        assert_same(f(x, y), tail(x, y))
+        return fn.launches_per_call
+
+    x, y = torch.randn(6, 8), torch.randn(6, 8)
+    assert_same(f(x, y), tail(x, y))
+    (fn,) = backend.compiled
+    assert fn.launches_per_call == 1 and runs == {"made": 1, "raised": 0}
+    assert call(5) == 0 and runs["raised"] == 1
+    assert "forced failure at n=5" in caplog.text
+    assert call(5) == 0 and runs == {"made": 1, "raised": 1}  # no compile, no program run
+    assert call(7) == 1 and runs == {"made": 2, "raised": 1}  # compiled again: fused
+    assert call(9) == 1 and call(5) == 0 and call(7) == 1
+    assert runs == {"made": 2, "raised": 1}
+    assert len(backend.compiled) == 1  # one Dynamo graph throughout

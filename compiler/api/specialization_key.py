@@ -57,6 +57,17 @@ def specialization_key(
     return key
 
 
+def call_key(args: Sequence[Any], parameters: Sequence[torch.Tensor]) -> tuple[Any, ...]:
+    """What a call is exactly, as far as a compiled program can tell: its key
+    with exact shapes, and the values of its integer arguments (Dynamo passes a
+    symbolic size as an int). A program that raised is known to fail only at this.
+
+        f(x: f32[4, 7], 7) -> ((False, TensorSpec(float32, cpu, (4, 7), ...), int), (None, 7))
+    """
+    values = tuple(a if isinstance(a, int) else None for a in args)
+    return (specialization_key(args, parameters, True, ()), values)
+
+
 def arg_spec(a: Any, grad: bool, exact: bool) -> Any:
     if holds_tensor(a):
         # By structure, never by the tensors themselves: a key must not keep a
