@@ -132,3 +132,73 @@ def test_a_program_that_raises_at_one_shape_runs_eagerly_there_only(monkeypatch,
     assert call(9) == 1 and call(5) == 0 and call(7) == 1
     assert runs == {"made": 2, "raised": 1}
     assert len(backend.compiled) == 1  # one Dynamo graph throughout
+
+
+class Normed(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.bn = torch.nn.BatchNorm1d(8)
+        self.scale = 0.5
+
+    def forward(self, x):
+        return (self.bn(x) * self.scale).relu() + 1
+
+
+def test_floats_dynamo_passes_as_tensors_are_constants_checked_per_call():
+    """Under `dynamic=True` Dynamo passes a module's float attributes (batch
+    norm's eps and momentum, `self.scale`) as 0-dim tensors read by `.item()`:
+    the import bakes their values in (the normalization fuses, as with static
+    shapes) and the key holds them, so another value compiles again."""
+    torch.manual_seed(0)
+    model = Normed().eval()
+    with torch.no_grad():
+        model.bn.running_mean.uniform_(-1, 1)
+        model.bn.running_var.uniform_(0.5, 2)
+    torch._dynamo.reset()
+    backend = Recorder()
+    f = torch.compile(model, backend=backend, dynamic=True)
+    with torch.no_grad():
+        for n in (6, 5, 7):
+            x = torch.randn(n, 8)
+            assert_same(f(x), model(x))
+            assert backend.compiled[-1].launches_per_call == 1
+        (fn,) = backend.compiled
+        assert len({id(s) for s in fn.specializations.values()}) == 1
+        assert [c.kind for c in fn.size_checks] == ["value"] * 3  # momentum, eps, scale
+        # Other values: compiled again (by Dynamo or by fusec's key), never the
+        # program (nor the cached one) that baked the old ones in.
+        model.bn.eps, model.scale = 0.25, 2.0
+        x = torch.randn(6, 8)
+        assert_same(f(x), model(x))
+        assert backend.compiled[-1].launches_per_call == 1
+
+
+MODEL_KERNELS = ["resnet18", "gpt2", "bert", "llama", "mlp"]
+
+
+@pytest.mark.parametrize("name", MODEL_KERNELS)
+def test_dynamic_shapes_launch_as_many_kernels_as_static_ones(name):
+    """Inference: the same fused kernels per call with `dynamic=True` as with
+    static shapes (ResNet-18 had 0 of 17, GPT-2 1 of 4: their norms' eps were
+    Dynamo's float tensors), and no eager fallback at a second shape."""
+    if name != "mlp":
+        pytest.importorskip("transformers", reason="the bench extra is not installed")
+    torch.manual_seed(0)
+    model, (x,), _ = models.build(name, True)
+    model.eval()
+    counts = {}
+    with torch.no_grad():
+        want = model(x)
+        for dynamic in (False, True):
+            torch._dynamo.reset()
+            backend = Recorder()
+            f = torch.compile(model, backend=backend, dynamic=dynamic)
+            assert_same(f(x), want)
+            counts[dynamic] = sum(_launches(backend.compiled))
+        assert counts[True] == counts[False] > 0
+        # A second shape (a larger batch, or a shorter sequence) launches as
+        # many kernels: no eager fallback. (Dynamo may trace it again: a model
+        # that compares its length with a config size specializes it.)
+        y = torch.cat([x, x[:1]]) if x.dtype.is_floating_point else x[:, : x.shape[1] - 3]
+        assert_same(f(y), model(y))
+        assert _launches(backend.compiled)[-1] == counts[True]

@@ -52,8 +52,11 @@ def specialization_key(
         # AOTAutograd traces static shapes and fixes non-tensor arguments.
         return ("autograd", *[training_spec(a) for a in args])
     key: tuple[Any, ...] = (grad, *[arg_spec(a, grad, exact) for a in args])
-    if size_checks and not exact:
-        key += (tuple(c.of(args) for c in size_checks),)
+    if size_checks:
+        # Exact shapes hold every size class, not a value a program bakes in.
+        checks = [c for c in size_checks if c.kind == "value"] if exact else size_checks
+        if checks:
+            key += (tuple(c.of(args) for c in checks),)
     return key
 
 

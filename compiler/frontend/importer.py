@@ -429,6 +429,8 @@ class Importer(SizeFolding):
         self.real[node] = value
 
         folded = self.fold_symbolic(node, value) if self.symbolic else None
+        if folded is None and self.symbolic:
+            folded = self.fold_float_argument(node, value)
         if folded is None:
             folded = self.fold(node, value)
         if folded is not None:
