@@ -14,6 +14,7 @@ import sys
 import pytest
 import torch
 import torch._dynamo
+from fusec.api.fast_call import MISS
 
 from tests.model_cases import Recorder, assert_same
 
@@ -144,6 +145,15 @@ class Normed(torch.nn.Module):
         return (self.bn(x) * self.scale).relu() + 1
 
 
+def fn_args(model: Normed, x: torch.Tensor, scale: float) -> list:
+    """The arguments of `Normed`'s Dynamo graph, in its placeholder order."""
+    bn, f64 = model.bn, torch.float64
+    return [
+        x.shape[0], x, torch.tensor(bn.momentum, dtype=f64), bn.running_mean, bn.running_var,
+        bn.weight, bn.bias, torch.tensor(bn.eps, dtype=f64), torch.tensor(scale, dtype=f64),
+    ]  # fmt: skip
+
+
 def test_floats_dynamo_passes_as_tensors_are_constants_checked_per_call():
     """Under `dynamic=True` Dynamo passes a module's float attributes (batch
     norm's eps and momentum, `self.scale`) as 0-dim tensors read by `.item()`:
@@ -165,6 +175,11 @@ def test_floats_dynamo_passes_as_tensors_are_constants_checked_per_call():
         (fn,) = backend.compiled
         assert len({id(s) for s in fn.specializations.values()}) == 1
         assert [c.kind for c in fn.size_checks] == ["value"] * 3  # momentum, eps, scale
+        assert fn._fast(fn_args(model, x, 0.5)) is not MISS  # the fast path checks values
+        # The graph called with another scale (as Dynamo would, without a guard on it):
+        got = fn(*fn_args(model, x, 2.0))
+        assert_same(got[0], (model.bn(x) * 2.0).relu() + 1)
+        assert len({id(s) for s in fn.specializations.values()}) == 2
         # Other values: compiled again (by Dynamo or by fusec's key), never the
         # program (nor the cached one) that baked the old ones in.
         model.bn.eps, model.scale = 0.25, 2.0
