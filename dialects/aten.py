@@ -1418,12 +1418,23 @@ class GatherOp(AtenOp):
         return [TensorType(t.get_element_type(), i.get_shape())]
 
 
+OPAQUE_FRESH = "fresh"
+"""The `aten.opaque` attribute saying its results are fresh tensors, its operands
+only read (see `OpaqueOp`)."""
+
+
 @irdl_op_definition
 class OpaqueOp(LazyFormatOp):
     """Any PyTorch operator fusec does not model; it names its target and runs
     through PyTorch. Unknown effects: always a fusion barrier.
 
     %r = aten.opaque "aten.softmax.int"(%x) : (tensor<2x3xf32>) -> tensor<2x3xf32>
+
+    With the `fresh` attribute (`OPAQUE_FRESH`: the importer sets it for an ATen
+    OpOverload whose schema marks no argument or result aliased or written) its
+    results are new tensors and it writes none of its operands:
+
+    %r = aten.opaque "aten.convolution.default"(%x, %w) {fresh} : ...
     """
 
     name = "aten.opaque"

@@ -7,19 +7,22 @@ of `%x` sees every write to `%x` or to a tensor sharing its memory. A value's
     %v = aten.narrow %x dim = 0 start = 0 length = 1 : ...   root(%v) = root(%x)
     %y = aten.exp %x : ...                                    root(%y) = %y (fresh)
     %o = aten.opaque "f"(%x) : ...                            root(%o) = UNKNOWN
+    %c = aten.opaque "g"(%x) {fresh} : ...                    root(%c) = %c (fresh)
     func.func @f(%x: ...)                                     root(%x) = ARGUMENT
 
 Views (`ShapeOp` ops) share their input's root; other aten ops return fresh tensors and are
 their own root; function arguments share the `ARGUMENT` root (the caller may pass
 one tensor twice, or views of one tensor), and opaque results (any view of
-anything) have the `UNKNOWN` root, which may alias every other root.
+anything) have the `UNKNOWN` root, which may alias every other root, unless the
+op is marked `fresh` (`OPAQUE_FRESH`: its ATen schema aliases nothing, as for
+`aten.convolution`), when they are their own root like other aten ops' results.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from fusec.dialects.aten import CopyOp, OpaqueOp, ShapeOp
+from fusec.dialects.aten import OPAQUE_FRESH, CopyOp, OpaqueOp, ShapeOp
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, OpResult, SSAValue
 
@@ -37,9 +40,14 @@ def is_view_op(op: Operation) -> bool:
     return op.has_trait(ShapeOp)
 
 
+def is_unknown_opaque(op: Operation) -> bool:
+    """Is `op` an `aten.opaque` whose results may alias anything (not `fresh`)?"""
+    return isinstance(op, OpaqueOp) and OPAQUE_FRESH not in op.attributes
+
+
 def aliases_operands(op: Operation) -> bool:
     """May a result of `op` share memory with one of its operands?"""
-    return is_view_op(op) or isinstance(op, OpaqueOp)
+    return is_view_op(op) or is_unknown_opaque(op)
 
 
 def alias_root(value: SSAValue) -> object:
@@ -48,7 +56,7 @@ def alias_root(value: SSAValue) -> object:
         value = value.op.operands[0]
     if not isinstance(value, OpResult):
         return ARGUMENT
-    return UNKNOWN if isinstance(value.op, OpaqueOp) else value
+    return UNKNOWN if is_unknown_opaque(value.op) else value
 
 
 def may_alias(a: object, b: object) -> bool:

@@ -211,7 +211,10 @@ class TrainingProgram:
             full = [constants.get(i) for i in range(count)]
             for i, t in zip(positions, tensors, strict=True):
                 full[i] = t
-            return torch.func.functional_call(gm, {**params, **buffers}, tuple(full))
+            # Every name comes, tied ones too (`remove_duplicate=False`), each with
+            # its module's tensor: tying them again would reject the duplicates.
+            state = {**params, **buffers}
+            return torch.func.functional_call(gm, state, tuple(full), tie_weights=False)
 
         num_params_buffers = len(dict(gm.named_parameters(remove_duplicate=False))) + len(
             dict(gm.named_buffers(remove_duplicate=False))

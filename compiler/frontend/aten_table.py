@@ -430,6 +430,8 @@ register_aten(A.std.correction, A.std.dim)(norm.variance(aten.StdOp))
 register_aten(A._softmax_backward_data)(norm.softmax_backward(False))
 register_aten(A._log_softmax_backward_data)(norm.softmax_backward(True))
 register_aten(A.native_layer_norm)(norm.native_layer_norm)
+register_aten(A.batch_norm)(norm.aten_batch_norm)
+register_aten(A._native_batch_norm_legit_no_training)(norm.native_batch_norm_no_training)
 register_aten(A.native_layer_norm_backward)(norm.native_layer_norm_backward)
 
 

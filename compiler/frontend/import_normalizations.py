@@ -534,6 +534,37 @@ def _batch_norm_module(ctx: Importer, mod: nn.modules.batchnorm._BatchNorm, x: A
     return emit_built(ctx, build_batch_norm_eval(v, rm, rv, w, b, mod.eps))
 
 
+def aten_batch_norm(
+    ctx: Importer, x: Any, weight: Any, bias: Any, running_mean: Any, running_var: Any,
+    training: Any, momentum: Any, eps: Any, cudnn_enabled: Any = True,
+) -> SSAValue:  # fmt: skip
+    """`aten.batch_norm.default` (torch.export's training IR): as `F.batch_norm`,
+    whose arguments come in another order; training mode stays opaque."""
+    return _batch_norm(ctx, x, running_mean, running_var, weight, bias, training, momentum, eps)
+
+
+def native_batch_norm_no_training(
+    ctx: Importer, x: Any, weight: Any, bias: Any, running_mean: Any, running_var: Any,
+    momentum: Any, eps: Any,
+) -> tuple[SSAValue, SSAValue, SSAValue]:  # fmt: skip
+    """`aten._native_batch_norm_legit_no_training` (functional ATen): the eval batch
+    norm and the two saved statistics, which inference leaves empty (`[0]`; where
+    PyTorch recorded others the types differ and the op stays opaque)."""
+    y = _batch_norm(ctx, x, running_mean, running_var, weight, bias, False, momentum, eps)
+    rm = ctx.tensor(running_mean)
+    empty = [
+        ctx.add_op(
+            aten.NarrowOp.create(
+                operands=[rm],
+                properties={k: IntegerAttr(0, inf.I64) for k in ("dim", "start", "length")},
+                result_types=[TensorType(inf.element_type(rm.type), [0])],
+            )
+        ).results[0]
+        for _ in range(2)
+    ]
+    return y, empty[0], empty[1]
+
+
 @register(F.dropout, F.dropout1d, F.dropout2d, F.dropout3d, F.alpha_dropout, torch.dropout)
 def _dropout(
     ctx: Importer, x: Any, p: Any = 0.5, training: Any = True, inplace: Any = False

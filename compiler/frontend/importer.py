@@ -69,7 +69,7 @@ from fusec.dialects.opmath import mark_steps
 # Importing the tables registers their handlers (`fusec.frontend.registry`):
 # the torch-level ones, the written-out activations and normalizations, and
 # the ATen table.
-from fusec.frontend import import_activations, registry, torch_shapes  # noqa: F401
+from fusec.frontend import import_activations, import_bitwise, registry, torch_shapes  # noqa: F401
 from fusec.frontend.aten_table import OPAQUE_SUBSTITUTES
 from fusec.frontend.fx_nodes import (
     MUTATING_OPS,
@@ -93,7 +93,14 @@ from fusec.frontend.value_types import (
     value_type,
 )
 from xdsl.dialects import arith, func
-from xdsl.dialects.builtin import FloatAttr, FunctionType, IntegerAttr, ModuleOp, TensorType
+from xdsl.dialects.builtin import (
+    FloatAttr,
+    FunctionType,
+    IntegerAttr,
+    ModuleOp,
+    TensorType,
+    UnitAttr,
+)
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
@@ -498,8 +505,9 @@ class Importer(SizeFolding):
             return False
         if node.op == "call_function":
             if isinstance(node.target, torch._ops.OpOverload):
-                # `aten::add_`: ATen names its in-place overloads with a trailing _
-                return node.target._schema.name.endswith("_")
+                # The schema says it (`add_(Tensor(a!) self, ...)`); the name would
+                # take `aten::__and__`, `__or__`, ... for in-place ops.
+                return _writes_first_arg(node.target._schema)
             fn_name = getattr(node.target, "__name__", "")
             # `operator.and_`/`or_`/`xor_` (`a & b`) are out of place; the operator
             # module's in-place functions are `iand`, `iadd`, ... (`MUTATING_OPS`).
@@ -614,6 +622,8 @@ class Importer(SizeFolding):
         args = template(node.args)
         kwargs = template(dict(node.kwargs))
         op = aten.OpaqueOp(target_name(node), operands, result_types, node=node.name)
+        if isinstance(node.target, torch._ops.OpOverload) and _aliases_nothing(node.target._schema):
+            op.attributes[aten.OPAQUE_FRESH] = UnitAttr()  # functionalize may drop writes to it
         self.add_op(op)
         for r in op.results:
             r.name_hint = ssa_name(node.name)
@@ -675,6 +685,18 @@ class Importer(SizeFolding):
         v = self.import_attr(qual, value)
         assert isinstance(v, SSAValue)
         return v
+
+
+def _writes_first_arg(schema: torch.FunctionSchema) -> bool:
+    """Does an OpOverload's schema mark its first argument written (`Tensor(a!)`)?"""
+    alias = schema.arguments[0].alias_info if schema.arguments else None
+    return alias is not None and alias.is_write
+
+
+def _aliases_nothing(schema: torch.FunctionSchema) -> bool:
+    """Does an OpOverload's schema mark no argument or result aliased (`Tensor(a)`)
+    or written (`Tensor(a!)`)? Its results are then fresh tensors."""
+    return all(a.alias_info is None for a in (*schema.arguments, *schema.returns))
 
 
 def _verify_except(module: ModuleOp, verified: set[Operation]) -> None:

@@ -84,6 +84,29 @@ func.func @opaque_and_same_type_cast(%x: tensor<4xf32>) -> (tensor<4xf32>, tenso
 
 // -----
 
+// A `fresh` opaque op (an ATen OpOverload whose schema aliases nothing, such as
+// `aten.conv2d`) returns a new tensor: a write to it goes, as to any aten op's
+// result (the `relu_` after a convolution in an exported ResNet). A fresh opaque
+// op reading a value is no view of it either, so a write to that value goes too.
+// CHECK-LABEL: func.func @fresh_opaque
+// CHECK-SAME: (%[[X:.*]]: tensor<4xf32>)
+// CHECK-NEXT: %[[O:.*]] = aten.opaque "aten.conv1d.default"(%[[X]]) {fresh}
+// CHECK-NEXT: %[[T:.*]] = aten.relu %[[O]]
+// CHECK-NEXT: %[[P:.*]] = aten.opaque "aten.conv1d.default"(%[[T]]) {fresh}
+// CHECK-NEXT: %[[U:.*]] = aten.neg %[[T]]
+// CHECK-NEXT: func.return %[[U]], %[[P]]
+func.func @fresh_opaque(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %o = aten.opaque "aten.conv1d.default"(%x) {fresh} : (tensor<4xf32>) -> tensor<4xf32>
+  %t = aten.relu %o : tensor<4xf32> -> tensor<4xf32>
+  aten.copy_ %o, %t : tensor<4xf32>, tensor<4xf32>
+  %p = aten.opaque "aten.conv1d.default"(%o) {fresh} : (tensor<4xf32>) -> tensor<4xf32>
+  %u = aten.neg %o : tensor<4xf32> -> tensor<4xf32>
+  aten.copy_ %o, %u : tensor<4xf32>, tensor<4xf32>
+  func.return %o, %p : tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
 // A write of another dtype (a cast) is not a plain value substitution: it stays.
 // CHECK-LABEL: func.func @cast_write
 // CHECK: aten.copy_
