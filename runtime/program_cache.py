@@ -234,7 +234,10 @@ def describe_value(v: Any, exact: bool = True) -> str | None:
         if v.ndim == 0 and v.dtype == torch.float64 and v.device.type == "cpu":
             # A Python float Dynamo passes as a tensor: a program may bake its
             # value in (`fusec.frontend.size_folding.fold_float_argument`).
-            described += f"|={v.item()!r}"
+            try:
+                described += f"|={v.item()!r}"
+            except Exception:  # noqa: BLE001 - a fake or meta tensor has no value to key by
+                return None
         return described
     if type(v) in (bool, int, float):
         return f"{type(v).__name__}:{v!r}"
