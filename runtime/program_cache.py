@@ -230,7 +230,15 @@ def describe_value(v: Any, exact: bool = True) -> str | None:
             return None
         shape = tuple(v.shape) if exact else tuple(s == 1 for s in v.shape)
         layout = v.stride() if exact else v.is_contiguous()
-        return f"T{v.dtype}|{v.device}|{shape}|{layout}|{v.requires_grad}"
+        described = f"T{v.dtype}|{v.device}|{shape}|{layout}|{v.requires_grad}"
+        if v.ndim == 0 and v.dtype == torch.float64 and v.device.type == "cpu":
+            # A Python float Dynamo passes as a tensor: a program may bake its
+            # value in (`fusec.frontend.size_folding.fold_float_argument`).
+            try:
+                described += f"|={v.item()!r}"
+            except Exception:  # noqa: BLE001 - a fake or meta tensor has no value to key by
+                return None
+        return described
     if type(v) in (bool, int, float):
         return f"{type(v).__name__}:{v!r}"
     if v is None:

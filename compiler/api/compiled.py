@@ -55,7 +55,7 @@ from fusec.api.compile_steps import run_pipeline
 from fusec.api.fast_call import MISS, fast_path
 from fusec.api.options import CompileOptions, FusionError
 from fusec.api.specialization import Specialization, fill_outputs
-from fusec.api.specialization_key import specialization_key
+from fusec.api.specialization_key import call_key, describe_inputs, specialization_key
 from fusec.api.specializing import Specializing
 from fusec.codegen import kernel_builder  # noqa: F401 - the kernel cache's builder, even on a warm start
 from fusec.frontend.source_lines import warn_user
@@ -93,6 +93,11 @@ class CompiledFunction(Specializing):
         self.untraceable: str | None = None
         """Why torch.fx could not trace the function (it then runs eagerly)."""
         self.module_parameters = tuple(gm.parameters()) if gm is not None else ()
+        self.failed_calls: dict[Any, Specialization] = {}
+        """Per `call_key` (exact shapes and integer values) of a call whose
+        program raised, the eager specialization it runs from then on. Only that
+        call: a call at another shape compiles again, since a program whose sizes
+        are symbolic may fail at one size only (`program_failed`)."""
         self._fast: Callable[[tuple[Any, ...]], Any] = _no_fast_path
         """The fast path of the key the last full-path call ran (`fusec.api.fast_call`)."""
         self.guarded_by_dynamo = False
@@ -156,6 +161,11 @@ class CompiledFunction(Specializing):
         if not all(_dense(a) for a in args):
             self.launches_per_call = 0  # sparse, nested, ... tensors: eager's kernels
             return self._eager(args)
+        if self.failed_calls:
+            failed = self.failed_calls.get(call_key(args, self.module_parameters))
+            if failed is not None:  # its program raised at these very inputs
+                self.last, self.launches_per_call = failed, 0
+                return self._eager(args)
         key = self.key(args)
         spec = self.specializations.get(key)
         if spec is None:
@@ -188,6 +198,11 @@ class CompiledFunction(Specializing):
     def _install_fast_path(self, key: Any, spec: Specialization, args: Sequence[Any]) -> None:
         """Makes `fusec.api.fast_call`'s fast path of `key` the first thing calls try
         (generated once per key, while `key` still maps to `spec`)."""
+        if self.failed_calls:
+            # A fast path checks the key, not the exact inputs a program failed at:
+            # calls take the full path, which sends those to eager.
+            self._fast = _no_fast_path
+            return
         paths = self._fast_paths
         fast = paths.get(key, MISS)
         if fast is MISS:
@@ -354,19 +369,27 @@ class CompiledFunction(Specializing):
     def program_failed(
         self, key: Any, spec: Specialization, args: Sequence[Any], error: Exception
     ) -> Any:
-        """A compiled program raised: the call runs eagerly, and so does its
-        specialization from now on. If eager raises too, that is the caller's
-        error and it propagates; a program that writes its inputs in place may
-        have written some already, so its error propagates instead."""
+        """A compiled program raised: the call runs eagerly, and so do later
+        calls with the same exact shapes and integer arguments (`failed_calls`).
+        The specialization is dropped, so a call at another shape compiles
+        again: with symbolic sizes one program serves every shape, and one that
+        raises at one of them (a size a kernel or a PyTorch step cannot take)
+        must not send the graph to eager at all the others. If eager raises
+        too, that is the caller's error and it propagates; a program that writes
+        its inputs in place may have written some already, so its error
+        propagates instead."""
         if spec.facts is not None and spec.facts.writes_inputs():
             raise error
         result = self._eager(args)
         reason = f"the compiled program failed: {type(error).__name__}: {error}"
         log.warning("fusec: running eagerly: %s", reason)
+        failed = Specialization(None, reason=reason, why=reason, inputs=describe_inputs(args))
         with self._lock:
-            self.specializations[key] = Specialization(None, reason=reason)
+            self.failed_calls[call_key(args, self.module_parameters)] = failed
+            if self.specializations.get(key) is spec:
+                del self.specializations[key]
             self._forget_fast_paths()
-        self.launches_per_call = 0
+        self.last, self.launches_per_call = failed, 0
         return result
 
     def _graph_runner(self, spec: Specialization) -> Any:

@@ -242,6 +242,16 @@ def fast_path(
         ranks[i] = len(shape)
     classes = key[-1] if checks else ()
     for k, (c, want) in enumerate(zip(checks, classes, strict=True)):
+        if c.kind == "value":
+            # A float Dynamo passes as a 0-dim tensor, baked into the program: its
+            # value, per call (only where these checks run inline on every call;
+            # `SEEN` would skip them for tensors it has seen, whatever they hold).
+            if not dynamo or ranks.get(c.arg) != 0 or want is None:
+                return None
+            env[f"K{k}"] = want
+            checked.append(f"    if repr(a{c.arg}.item()) != K{k}:")
+            checked.append("        return False")
+            continue
         if c.arg not in ranks or c.dim >= ranks[c.arg]:
             if want is not None:  # `SizeCheck.of` is None for these arguments
                 return None

@@ -52,9 +52,23 @@ def specialization_key(
         # AOTAutograd traces static shapes and fixes non-tensor arguments.
         return ("autograd", *[training_spec(a) for a in args])
     key: tuple[Any, ...] = (grad, *[arg_spec(a, grad, exact) for a in args])
-    if size_checks and not exact:
-        key += (tuple(c.of(args) for c in size_checks),)
+    if size_checks:
+        # Exact shapes hold every size class, not a value a program bakes in.
+        checks = [c for c in size_checks if c.kind == "value"] if exact else size_checks
+        if checks:
+            key += (tuple(c.of(args) for c in checks),)
     return key
+
+
+def call_key(args: Sequence[Any], parameters: Sequence[torch.Tensor]) -> tuple[Any, ...]:
+    """What a call is exactly, as far as a compiled program can tell: its key
+    with exact shapes, and the values of its integer arguments (Dynamo passes a
+    symbolic size as an int). A program that raised is known to fail only at this.
+
+        f(x: f32[4, 7], 7) -> ((False, TensorSpec(float32, cpu, (4, 7), ...), int), (None, 7))
+    """
+    values = tuple(a if isinstance(a, int) else None for a in args)
+    return (specialization_key(args, parameters, True, ()), values)
 
 
 def arg_spec(a: Any, grad: bool, exact: bool) -> Any:

@@ -62,6 +62,8 @@ class OpaqueCall:
                 return type(a)(fill(x, ops) for x in a)
             if isinstance(a, dict):
                 return {k: fill(v, ops) for k, v in a.items()}
+            if isinstance(a, slice):  # a bound that is a symbolic size's runtime value
+                return slice(fill(a.start, ops), fill(a.stop, ops), fill(a.step, ops))
             return a
 
         def call(*ops: Any) -> tuple[Any, ...]:

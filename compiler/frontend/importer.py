@@ -436,6 +436,8 @@ class Importer(SizeFolding):
         self.real[node] = value
 
         folded = self.fold_symbolic(node, value) if self.symbolic else None
+        if folded is None and self.symbolic:
+            folded = self.fold_float_argument(node, value)
         if folded is None:
             folded = self.fold(node, value)
         if folded is not None:
@@ -607,6 +609,10 @@ class Importer(SizeFolding):
                 return type(a)(template(x) for x in a)
             if isinstance(a, dict):
                 return {k: template(x) for k, x in a.items()}
+            if isinstance(a, slice):
+                # `x[:, :s1]` under symbolic sizes: the bound is a size node, so
+                # the call must get its value at run time (an operand), not the node.
+                return slice(template(a.start), template(a.stop), template(a.step))
             return a
 
         def template_value(v: SSAValue) -> OperandRef:

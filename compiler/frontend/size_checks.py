@@ -33,11 +33,16 @@ class SizeCheck:
     dim: int
     kind: str
     """"chunk" (params: chunks), "split" (split size), "slice" (start, end,
-    step), "fits" (end of a cut from a non-negative start), "exact"."""
+    step), "fits" (end of a cut from a non-negative start), "exact"; "value":
+    the value of a 0-dim tensor argument, a Python float Dynamo passes as a
+    tensor (`SizeFolding.fold_float_argument`), held even under exact shapes."""
     params: tuple[int, ...] = ()
 
     def of(self, args: Sequence[object]) -> Hashable:
         a = args[self.arg] if self.arg < len(args) else None
+        if self.kind == "value":
+            item = getattr(a, "item", None)
+            return None if item is None or getattr(a, "ndim", None) != 0 else repr(item())
         shape = getattr(a, "shape", None)
         if shape is None or self.dim >= len(shape):
             return None

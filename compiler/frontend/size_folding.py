@@ -18,15 +18,18 @@ import torch.fx
 from fusec.dialects import aten
 from fusec.frontend.fx_nodes import SHAPE_QUERIES, flat_nodes
 from fusec.frontend.graph_values import Const
+from fusec.frontend.size_checks import SizeCheck
 from fusec.frontend.value_types import holds_symbol, is_symbol
 from xdsl.dialects.builtin import TensorType
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import BlockArgument, Operation, SSAValue
 
 
 class SizeFolding:
     """The size-folding part of `fusec.frontend.importer.Importer`."""
 
     env: dict[torch.fx.Node, Any]
+    inputs: list[tuple[str, Any]]
+    size_checks: list[SizeCheck]
 
     if TYPE_CHECKING:
 
@@ -64,6 +67,42 @@ class SizeFolding:
         if is_query:  # numel() and the like: read per call, through PyTorch
             return self.make_opaque(node, value)
         return None
+
+    def fold_float_argument(self, node: torch.fx.Node, value: Any) -> Const | None:
+        """`t.item()` of a Python float that Dynamo passes as a tensor: a constant
+        of the program, its value part of the key.
+
+            eps = self.eps (1e-5)   Dynamo, `dynamic=True`:  %eps: f64[] (an argument)
+                                                           item = eps.item()
+            layer_norm(x, ..., eps=item)  ->  eps 1e-05, SizeCheck(arg, 0, "value")
+
+        With symbolic sizes Dynamo does not specialize a module's float attributes
+        (a batch norm's eps and momentum, a scaling factor) but reads them per call;
+        an op that needs its eps at import time (every normalization) would run
+        through PyTorch, and with it the pointwise work around it. Dynamo with
+        static shapes bakes such a float in and guards its value; the key's value
+        check does the same here: another value compiles another specialization."""
+        if node.op != "call_method" or node.target != "item" or len(node.args) != 1:
+            return None
+        # Dynamo breaks the graph at a user's `.item()` (unless
+        # `capture_scalar_outputs`), so the `.item()` of a 0-dim placeholder it
+        # records is of a float it wrapped itself.
+        base = node.args[0]
+        v = self.env.get(base) if isinstance(base, torch.fx.Node) else None
+        if (
+            not isinstance(base, torch.fx.Node)
+            or base.op != "placeholder"
+            or not isinstance(value, float)
+            or not isinstance(v, BlockArgument)
+            or not isinstance(v.type, TensorType)
+            or v.type.get_num_dims() != 0
+        ):
+            return None
+        where, index = [s for s in self.inputs if s[0] != "skip"][v.index]
+        if where != "arg":
+            return None
+        self.size_checks.append(SizeCheck(index, 0, "value"))
+        return Const(value)
 
     def fold(self, node: torch.fx.Node, value: Any) -> Const | None:
         """Sizes, dtypes and arithmetic on known values are constants."""
