@@ -20,7 +20,8 @@ and the column sum became a separate pass over the gradient (a PyTorch call).
 ATen graphs also flatten `[b, t, c]` to `[b*t, c]` around every matmul, so the
 sum often reads a view of the pointwise result. A reduction whose reduced dims
 are whole dims of the view's source (merged or split by the view) reduces the
-source instead, and the view moves to its result:
+source instead, and the view moves to its result (only for a result no
+pointwise op reads, such as a gradient; a softmax's `amax` stays in its domain):
 
     %v = aten.view %g : tensor<4x5x32xf32> -> tensor<20x32xf32>
     %s = aten.sum %v dims = [0] keepdim = true : tensor<20x32xf32> -> tensor<1x32xf32>
@@ -116,6 +117,10 @@ def reduce_view_source(reduction: Operation) -> Operation | None:
     while isinstance(source, OpResult) and isinstance(source.op, ViewOp | ReshapeOp):
         source = source.op.operands[0]
     if not isinstance(source, OpResult) or not is_pointwise(source.op):
+        return None
+    if any(is_pointwise(u.operation) for u in reduction.results[0].uses):
+        # Broadcast back over the view's shape (softmax's `x - amax(x)`): the
+        # reduction belongs to that domain's group, not to the source's.
         return None
     result, src, dst = reduction.results[0].type, source.type, view.type
     if not all(isinstance(t, TensorType) for t in (result, src, dst)):

@@ -61,3 +61,36 @@ func.func @of_an_argument(%d: tensor<16x64xf32>, %w: tensor<64x64xf32>) -> (tens
   %s = aten.sum %d dims = [0] keepdim = true : tensor<16x64xf32> -> tensor<1x64xf32>
   func.return %a, %s : tensor<16x64xf32>, tensor<1x64xf32>
 }
+
+// -----
+
+// A reduction a pointwise op broadcasts back over the view's shape (softmax's
+// `x - amax(x)`) stays in that shape's domain: its view's source is not reduced.
+// CHECK-LABEL: func.func @broadcast_back
+// CHECK:         %[[V:.*]] = aten.view
+// CHECK-NEXT:    %[[M:.*]] = aten.amax %[[V]] dims = [2] keepdim = true : tensor<2x4x8xf32> -> tensor<2x4x1xf32>
+// CHECK-NEXT:    aten.sub %[[V]], %[[M]]
+func.func @broadcast_back(%a: tensor<8x8xf32>, %b: tensor<8x8xf32>) -> tensor<2x4x8xf32> {
+  %p = aten.mul %a, %b : tensor<8x8xf32>, tensor<8x8xf32> -> tensor<8x8xf32>
+  %v = aten.view %p : tensor<8x8xf32> -> tensor<2x4x8xf32>
+  %m = aten.amax %v dims = [2] keepdim = true : tensor<2x4x8xf32> -> tensor<2x4x1xf32>
+  %s = aten.sub %v, %m : tensor<2x4x8xf32>, tensor<2x4x1xf32> -> tensor<2x4x8xf32>
+  func.return %s : tensor<2x4x8xf32>
+}
+
+// -----
+
+// A reshaped gradient's bias sum reduces the reshape's source (its merged dims).
+// CHECK-LABEL: func.func @through_a_view
+// CHECK:         %[[G:.*]] = aten.mul
+// CHECK-NEXT:    %[[S:.*]] = aten.sum %[[G]] dims = [0, 1] keepdim = true : tensor<4x5x32xf32> -> tensor<1x1x32xf32>
+// CHECK:         aten.mm
+// CHECK:         %[[R:.*]] = aten.view %[[S]] : tensor<1x1x32xf32> -> tensor<1x32xf32>
+// CHECK-NEXT:    func.return %{{.*}}, %[[R]]
+func.func @through_a_view(%d: tensor<4x5x32xf32>, %y: tensor<4x5x32xf32>, %w: tensor<32x32xf32>) -> (tensor<20x32xf32>, tensor<1x32xf32>) {
+  %g = aten.mul %d, %y : tensor<4x5x32xf32>, tensor<4x5x32xf32> -> tensor<4x5x32xf32>
+  %v = aten.view %g : tensor<4x5x32xf32> -> tensor<20x32xf32>
+  %a = aten.mm %v, %w : tensor<20x32xf32>, tensor<32x32xf32> -> tensor<20x32xf32>
+  %s = aten.sum %v dims = [0] keepdim = true : tensor<20x32xf32> -> tensor<1x32xf32>
+  func.return %a, %s : tensor<20x32xf32>, tensor<1x32xf32>
+}
