@@ -76,9 +76,13 @@ def compile(graph: Any, example_inputs: Any = None, **options: Any) -> Any:
     The result is a `CompiledFunction`: `launches_per_call` (kernels the last call
     launched), `ir()` (the IR after the pipeline), `explain()` (a `fusec.explain`
     report without a new call), `specializations`. See `fusec.explain` and
-    `fusec.set_logs` / `FUSEC_LOGS` for what fused and why.
+    `fusec.set_logs` / `FUSEC_LOGS` for what fused and why. What torch.fx cannot
+    trace (Python reading sizes, loops over sizes, Hugging Face models, modules
+    with hooks) is captured through Dynamo with the same options instead: a
+    `fusec.api.captured.CapturedFunction` with the same `launches_per_call`,
+    `ir()` and `explain()`, over every graph Dynamo hands over.
     """
-    from fusec.api.compiled import compile as _compile
+    from fusec.api.entry import compile as _compile
 
     return _compile(graph, example_inputs, **options)
 

@@ -25,7 +25,7 @@ python=${PYTHON:-python3}
 if ! python -c "import torch, sys; sys.exit(torch.__version__.split('+')[0] != '$version')" 2>/dev/null; then
     python -m pip install -q "torch==$version"
 fi
-python -m pip install -q -e "$root[dev,cuda]"
+python -m pip install -q -e "$root[dev,cuda,zoo]"
 python -c "import torch; print('torch', torch.__version__)"
 cd "$root"
 # Without arguments: the README's test command; with them: what they name.

@@ -227,7 +227,7 @@ def test_a_failing_backend_runs_the_graph_eagerly(monkeypatch, caplog):
     def broken(*args, **kwargs):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(backend_mod, "compile", broken)
+    monkeypatch.setattr(backend_mod, "compile_traced", broken)
     torch._dynamo.reset()
     compiled = torch.compile(lambda x: x.exp() + 1, backend="fusec")
     x = torch.randn(3)

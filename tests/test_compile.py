@@ -9,7 +9,9 @@ import fusec
 import pytest
 import torch
 import torch.fx
+from fusec.api.captured import CapturedFunction
 from fusec.runtime.cache import KernelCache
+from kernel_counts import torch_compile_kernels
 from reference_models import lstm_tail as tail
 from torch import nn
 
@@ -118,16 +120,17 @@ def test_autograd_compiles_forward_and_backward():
     torch.testing.assert_close(m.lin.weight.grad, ref.grad)
 
 
-def test_untraceable_function_runs_eagerly():
+def test_untraceable_function_is_captured_by_dynamo():
     def fn(x):
         if x.sum() > 0:  # data-dependent control flow: torch.fx cannot trace it
-            return x + 1
-        return x - 1
+            return torch.sigmoid(x) + 1
+        return torch.sigmoid(x) - 1
 
-    with pytest.warns(UserWarning, match="cannot trace"):
-        f = fusec.compile(fn)
-    x = torch.randn(5)
-    assert_same(f(x), fn(x))
+    f = fusec.compile(fn)
+    assert isinstance(f, CapturedFunction)
+    for x in (torch.ones(5), -torch.ones(5)):
+        assert_same(f(x), fn(x))
+        assert f.launches_per_call == torch_compile_kernels(fn, x) > 0
 
 
 def test_failed_kernel_build_falls_back_to_torch(caplog):

@@ -189,7 +189,7 @@ def complex_sigmoid(z):
     return torch.sigmoid(z) * 2
 
 
-def test_unsupported_dtypes_and_untraceable_functions_are_eager_and_strict_rejects_them():
+def test_unsupported_dtypes_are_eager_and_strict_rejects_them():
     z = torch.randn(4, dtype=torch.complex64)
     with pytest.warns(UserWarning, match="running eagerly") as record:
         report = fusec.explain(complex_sigmoid, z)
@@ -200,12 +200,21 @@ def test_unsupported_dtypes_and_untraceable_functions_are_eager_and_strict_rejec
         fusec.compile(complex_sigmoid, strict=True)(z)
     with pytest.warns(UserWarning):
         torch.testing.assert_close(fusec.compile(complex_sigmoid)(z), complex_sigmoid(z))
-    # An untraceable function: the report keeps torch.fx's reason.
-    with pytest.warns(UserWarning, match="cannot trace"):
-        report = fusec.explain(torch.sigmoid, torch.randn(3))
-    assert "Expected FunctionType" in report.graphs[0].eager_reason
-    with pytest.raises(FusionError, match="eagerly"):
-        fusec.compile(torch.sigmoid, strict=True)
+
+
+def scaled_tanh(x):
+    rows, cols = x.shape  # torch.fx cannot unpack a traced size
+    return torch.tanh(x) * cols + rows
+
+
+def test_untraceable_functions_are_explained_per_dynamo_graph():
+    # Dynamo captures what torch.fx cannot trace; the report is its graph's.
+    report = fusec.explain(scaled_tanh, torch.randn(3, 4))
+    assert len(report.graphs) == 1 and report.kernels == 1
+    assert report.graphs[0].eager_reason is None
+    f = fusec.compile(torch.sigmoid, strict=True)  # a builtin: Dynamo captures it too
+    torch.testing.assert_close(f(torch.ones(3)), torch.sigmoid(torch.ones(3)))
+    assert "Expected FunctionType" in f.untraceable_by_fx
 
 
 def two_graphs(x, y):

@@ -20,8 +20,8 @@ import fusec
 import pytest
 import torch
 import torch.nn.functional as F
-from fusec.api import training
 from fusec.api.exported import import_exported
+from kernel_counts import torch_compile_kernels
 from torch import nn
 from transformer_blocks import GPT2Block, LlamaBlock, attention
 
@@ -90,18 +90,6 @@ def _fresh_dynamo():
     torch._dynamo.reset()
 
 
-def _torch_compile_kernels(m: nn.Module, *x: torch.Tensor) -> int:
-    """Kernels per call of `torch.compile(m, backend="fusec")`'s forward: Dynamo's
-    graphs, AOTAutograd's forward graphs among them where autograd records the call."""
-    old = fusec.dynamo_graphs()  # held: `dynamo_graphs` drops the dead ones
-    f = torch.compile(m, backend="fusec")
-    for _ in range(2):
-        torch.testing.assert_close(f(*x), m(*x))
-    backward = [g.function for g in training.compiled_graphs() if g.kind == "backward"]
-    new = [g for g in fusec.dynamo_graphs() if not any(g is o for o in old + backward)]
-    return sum(g.launches_per_call for g in new)
-
-
 @pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])
 @pytest.mark.parametrize("name", list(MODELS))
 def test_export_gets_torch_compiles_kernels(name: str, grad: bool):
@@ -110,7 +98,7 @@ def test_export_gets_torch_compiles_kernels(name: str, grad: bool):
     m = make().eval()
     x = torch.randn(shape)
     with torch.enable_grad() if grad else torch.no_grad():
-        expected = _torch_compile_kernels(m, x)
+        expected = torch_compile_kernels(m, x)
         f = fusec.compile(torch.export.export(m, (x,)))
         for _ in range(2):
             torch.testing.assert_close(f(x), m(x))
@@ -209,7 +197,7 @@ def test_hugging_face_models_through_export(name: str, grad: bool):
     m, args, _ = getattr(models, f"make_{name}")(True)
     m.eval()
     with torch.enable_grad() if grad else torch.no_grad():
-        expected = _torch_compile_kernels(m, *args)
+        expected = torch_compile_kernels(m, *args)
         f = fusec.compile(torch.export.export(m, args))
         for _ in range(2):
             torch.testing.assert_close(f(*args), m(*args))

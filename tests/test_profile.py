@@ -114,15 +114,24 @@ def test_profile_with_torch_compile_backend_is_a_clear_error():
 
 
 def test_profile_of_a_graph_that_runs_eagerly_says_why_in_the_report():
-    def branchy(x):
-        if x.sum() > 0:  # torch.fx cannot trace it: the call runs eagerly
-            return x * 2
-        return x
+    def complex_double(z):
+        return z * 2  # complex: fusec leaves the graph to PyTorch
 
     with pytest.warns(UserWarning, match="running eagerly"):
-        report = fusec.explain(branchy, torch.ones(3), profile=True)
+        report = fusec.explain(complex_double, torch.ones(3, dtype=torch.complex64), profile=True)
     (graph,) = report.graphs
     assert graph.profile is None and report.profiles == []
     assert "not profiled: the call ran no host program" in str(report)
-    assert "cannot trace" in graph.unprofiled
+    assert "complex" in graph.unprofiled
     assert "Not profiled: the call ran no host program" in report.to_html()
+
+
+def test_profile_of_a_captured_function_says_how_to_profile_it():
+    def branchy(x):
+        if x.sum() > 0:  # torch.fx cannot trace it: Dynamo captures it
+            return torch.sigmoid(x) * 2
+        return x
+
+    report = fusec.explain(branchy, torch.ones(3), profile=True)
+    assert report.kernels >= 1 and report.profiles == []
+    assert all("torch.profiler" in g.unprofiled for g in report.graphs)

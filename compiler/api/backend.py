@@ -52,8 +52,15 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch.fx
-from fusec.api.compiled import CompiledFunction, CompileOptions, all_real, compile, graph_function
+from fusec.api.compiled import (
+    CompiledFunction,
+    CompileOptions,
+    all_real,
+    compile_traced,
+    graph_function,
+)
 from fusec.api.fast_call import fast_path
+from fusec.api.options import FusionError
 
 log = logging.getLogger("fusec")
 
@@ -83,12 +90,20 @@ def fusec_backend(
 
 
 def compile_graph(
-    gm: torch.fx.GraphModule, example_inputs: Sequence[Any], opts: dict[str, Any]
+    gm: torch.fx.GraphModule,
+    example_inputs: Sequence[Any],
+    opts: dict[str, Any],
+    remember: Callable[[CompiledFunction], CompiledFunction] | None = None,
 ) -> tuple[Callable[..., Any], CompiledFunction | None]:
     """What `fusec_backend` hands Dynamo for `gm`, and the `CompiledFunction` that
     reports on it (None where the graph runs eagerly because fusec failed, or
     through AOTAutograd: the callable's `fusec_graphs` then has its forward and
-    backward graphs, and `dynamo_graphs()` lists them)."""
+    backward graphs, and `dynamo_graphs()` lists them). `remember` records each
+    `CompiledFunction` made (default: `remember_graph`, for `dynamo_graphs()`).
+
+    Under `strict`, a `FusionError` propagates (Dynamo wraps it in
+    `BackendCompilerFailed`); any other failure runs the graph eagerly."""
+    remember = remember or remember_graph
     known = {f.name for f in dataclasses.fields(CompileOptions)}
     unknown = sorted(set(opts) - known)
     if unknown:
@@ -104,21 +119,23 @@ def compile_graph(
             # each listed in `dynamo_graphs()` as AOTAutograd hands it over.
             options = CompileOptions(**opts)
             make = functools.partial(graph_function, options=options)
-            return dynamo_backend(gm, example_inputs, lambda g: _remember(make(g))), None
-        fn = compile(gm, example_inputs, **opts)
+            return dynamo_backend(gm, example_inputs, lambda g: remember(make(g))), None
+        fn = compile_traced(gm, gm, CompileOptions(**opts), example_inputs)
         # Specializations compiled at a later call still file their structured
         # trace artifacts (`fusec.observability.structured_trace`) under this graph's compile.
         fn.compile_id = torch._guards.CompileContext.current_compile_id()
     except _DYNAMO_CONTROL_FLOW:
         raise  # Dynamo's own signals (restart the analysis), not failures
+    except FusionError:
+        raise  # strict mode: the user asked for this error
     except Exception:  # noqa: BLE001 - Dynamo must get a runnable graph whatever happens
         log.warning("fusec: backend failed; the graph runs eagerly", exc_info=True)
         return gm.forward, None
-    _remember(fn)
+    remember(fn)
     return _static_call(gm, example_inputs, fn), fn
 
 
-def _remember(fn: CompiledFunction) -> CompiledFunction:
+def remember_graph(fn: CompiledFunction) -> CompiledFunction:
     """List `fn` in `dynamo_graphs()` for as long as something else keeps it alive."""
     with _GRAPHS_LOCK:
         _GRAPHS[:] = [r for r in _GRAPHS if r() is not None]

@@ -17,7 +17,8 @@ Calls behave as calls of the original: keyword arguments and defaults bind to
 the traced graph's placeholders, and a call that does not fit them (extra
 arguments, unknown keywords) runs the original, which raises as eager does. An
 argument that is None gets a graph traced with it concrete (a symbolic trace
-takes `y is not None` to be true), sparse and nested tensors run eagerly, every
+takes `y is not None` to be true; where that trace fails, Dynamo captures the
+original: `fusec.api.captured`), sparse and nested tensors run eagerly, every
 fallback runs the original function (never a graph traced for other inputs), a
 compiled program that fails lets eager report the error (PyTorch's
 `RuntimeError` for a shape mismatch), and compiling draws no random numbers, so
@@ -62,9 +63,15 @@ from fusec.frontend.source_lines import warn_user
 from fusec.frontend.tracing import UnsupportedGraph, trace
 
 __all__ = [
-    "CompileOptions", "CompiledFunction", "FusionError", "Specialization", "all_real", "compile",
-    "run_pipeline",
+    "CompileOptions", "CompiledFunction", "FusionError", "Specialization", "all_real",
+    "compile_traced", "run_pipeline",
 ]  # fmt: skip
+
+Capture = Callable[[Any, CompileOptions, str, Sequence[str]], Any]
+"""Makes the Dynamo capture of a function torch.fx cannot trace with some
+arguments None: (original, options, why, argument names) -> a callable with
+`launches_per_call` and `last` (`fusec.api.captured.CapturedFunction`). Passed
+in by `fusec.api.entry`, which sits above both modules."""
 
 log = logging.getLogger("fusec")
 
@@ -76,6 +83,10 @@ def _no_fast_path(args: tuple[Any, ...]) -> Any:
 
 class CompiledFunction(Specializing):
     """The callable `fusec.compile` returns."""
+
+    capture: Capture | None = None
+    """Captures the original through Dynamo where a trace with None arguments
+    fails (`compile_traced`); None: such calls run eagerly."""
 
     def __init__(self, gm: torch.fx.GraphModule | None, original: Any, options: CompileOptions):
         self.gm = gm
@@ -264,9 +275,7 @@ class CompiledFunction(Specializing):
             self.__dict__["_params_cache"] = params
         return params or ([] if params == [] else None)
 
-    def _delegate(
-        self, variant: CompiledFunction, args: Sequence[Any], kwargs: dict[str, Any]
-    ) -> Any:
+    def _delegate(self, variant: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
         """`variant(*args, **kwargs)`, its launch counts reported as this function's."""
         result = variant(*args, **kwargs)
         self.launches_per_call, self.last = variant.launches_per_call, variant.last
@@ -287,6 +296,7 @@ class CompiledFunction(Specializing):
         if variant is None:
             gm, why = self._trace_again()
             variant = CompiledFunction(gm, self.original, self.options)
+            variant.capture = self.capture
             if gm is not None and variant.modes != modes:  # flipped while tracing
                 variant.mode_modules, variant.gm = (), None
                 why = "the module's modes changed while it was traced"
@@ -305,15 +315,17 @@ class CompiledFunction(Specializing):
             # result, a tensor of the old default dtype, as a constant.
             gm, why = self._trace_again() if self.gm is not None else (None, self.untraceable)
             variant = CompiledFunction(gm, self.original, self.options)
+            variant.capture = self.capture
             variant.untraceable = why
             variant._dtype_variants = self._dtype_variants
             self._dtype_variants[dtype] = variant
         return variant
 
-    def _variant_for(self, bound: Sequence[Any]) -> CompiledFunction:
+    def _variant_for(self, bound: Sequence[Any]) -> Any:
         """The compiled function for a call whose arguments include None: the
         original traced again with those arguments concrete, since a symbolic trace
-        took `x is None` to be False (`fn(x, y=None)` branching on `y`)."""
+        took `x is None` to be False (`fn(x, y=None)` branching on `y`); captured
+        by Dynamo (`fusec.api.captured`) where that trace fails."""
         if not any(a is None for a in bound):
             return self
         nones = frozenset(
@@ -325,18 +337,29 @@ class CompiledFunction(Specializing):
             or isinstance(self.original, torch.fx.GraphModule)
         ):
             return self
-        variants: dict[frozenset[str], CompiledFunction] = self.__dict__.setdefault("_variants", {})
+        variants: dict[frozenset[str], Any] = self.__dict__.setdefault("_variants", {})
         variant = variants.get(nones)
         if variant is None:
+            names = tuple(name for name, _ in self.placeholders() or [])
             try:
-                gm: torch.fx.GraphModule | None = torch.fx.symbolic_trace(
-                    self.original, concrete_args=dict.fromkeys(nones)
-                )
-            except Exception as e:  # noqa: BLE001 - an untraceable variant runs eagerly
-                log.info("fusec: cannot trace with %s=None (%s); running eagerly", sorted(nones), e)
-                gm = None
-            variant = variants[nones] = CompiledFunction(gm, self.original, self.options)
-            variant._variant_names = tuple(name for name, _ in self.placeholders() or [])
+                gm = torch.fx.symbolic_trace(self.original, concrete_args=dict.fromkeys(nones))
+            except Exception as e:  # noqa: BLE001 - Dynamo captures what fx cannot
+                why = f"torch.fx cannot trace it with {', '.join(sorted(nones))}=None: {e}"
+                # One capture serves every set of None arguments: Dynamo guards them.
+                variant = self.__dict__.get("_captured")
+                if variant is None and self.capture is not None:
+                    log.info("fusec: %s; capturing it with Dynamo", why)
+                    variant = self.capture(self.original, self.options, why, names)
+                    self.__dict__["_captured"] = variant
+                elif variant is None:  # no capture given: it runs eagerly
+                    log.info("fusec: %s; running eagerly", why)
+                    variant = CompiledFunction(None, self.original, self.options)
+                    variant._variant_names = names
+            else:
+                variant = CompiledFunction(gm, self.original, self.options)
+                variant.capture = self.capture
+                variant._variant_names = names
+            variants[nones] = variant
         return variant
 
     def _run_training(self, spec: Specialization, args: Sequence[Any]) -> Any:
@@ -446,32 +469,21 @@ def graph_function(gm: torch.fx.GraphModule, options: CompileOptions) -> Compile
     return CompiledFunction(gm, gm, options)
 
 
-def compile(graph: Any, example_inputs: Sequence[Any] | None = None, **options: Any) -> Any:
-    """`fusec.compile(fn_or_module_or_graph_module, example_inputs=None, **options)`.
-
-    A `torch.export.ExportedProgram` runs through `fusec.api.exported` (its lifted
-    parameters read from the program's module). Returns a callable with the
-    signature of the graph's inputs. `example_inputs`,
-    when given, compiles their specialization right away; otherwise the first call
-    compiles. Options are the fields of `CompileOptions`.
-    """
-    opts = CompileOptions(**options)
-    from fusec.api.exported import compile_exported, is_exported_program
-
-    if is_exported_program(graph):
-        return compile_exported(graph, example_inputs, compile, **options)
-    try:
-        gm: torch.fx.GraphModule | None = trace(graph)
-    except UnsupportedGraph as e:
-        if opts.strict:
-            raise FusionError(f"fusec (strict): would run eagerly: {e}") from e
-        warn_user(f"fusec: running eagerly: {e}")
-        gm = None
-        why = str(e)
-    fn = CompiledFunction(gm, graph, opts)
-    if gm is None:
-        fn.untraceable = why
-    if example_inputs is not None and gm is not None and all_real(example_inputs):
+def compile_traced(
+    gm: torch.fx.GraphModule,
+    original: Any,
+    options: CompileOptions,
+    example_inputs: Sequence[Any] | None = None,
+    capture: Capture | None = None,
+) -> CompiledFunction:
+    """The `CompiledFunction` of `original` traced as `gm` (`fusec.compile`'s fx
+    route, `fusec.api.entry`; a Dynamo or AOTAutograd graph is its own
+    `original`). `example_inputs`, when real values, compile their
+    specialization right away; `capture` captures `original` through Dynamo for
+    calls whose None arguments the trace cannot take (`_variant_for`)."""
+    fn = CompiledFunction(gm, original, options)
+    fn.capture = capture
+    if example_inputs is not None and all_real(example_inputs):
         fn._specialize(None, list(example_inputs))
     return fn
 

@@ -14,8 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from fusec.api.captured import CapturedFunction
 from fusec.api.compiled import CompiledFunction
-from fusec.api.compiled import compile as fusec_compile
+from fusec.api.entry import compile as fusec_compile
 from fusec.observability.explanation import GraphReport, Report, graph_report
 from fusec.observability.profiling import Unprofiled, profile_graph
 
@@ -45,6 +46,10 @@ def explain(
             "fusec.explain(profile=True) profiles a fusec.compile graph: use "
             "backend='fusec' (Dynamo's graphs are called by Dynamo, not by explain)"
         )
+    if isinstance(fn_or_module, CapturedFunction):
+        if profile:
+            fn_or_module(*example_inputs)
+        return _captured_report(fn_or_module, profile)
     if isinstance(fn_or_module, CompiledFunction):
         if profile:
             fn_or_module(*example_inputs)
@@ -60,6 +65,8 @@ def explain(
     if backend == "fusec":
         compiled = fusec_compile(fn_or_module, **options)
         compiled(*example_inputs)
+        if isinstance(compiled, CapturedFunction):
+            return _captured_report(compiled, profile)
         if profile:
             return Report([_profiled(compiled, example_inputs, runs)])
         return Report([graph_report(compiled)])
@@ -95,4 +102,19 @@ def _profiled(fn: CompiledFunction, inputs: Sequence[Any], runs: int) -> GraphRe
         report.profile = profile_graph(fn, inputs, report, runs)
     except Unprofiled as e:  # an eager call: the report says why, and that
         report.unprofiled = str(e)
+    return report
+
+
+def _captured_report(fn: CapturedFunction, profile: bool) -> Report:
+    """The report of a function Dynamo captured (`fusec.api.captured`): one graph
+    report per graph. Not profiled: its graphs' inputs are Dynamo's, which
+    `explain` does not see."""
+    report = fn.explain()
+    if profile:
+        for graph in report.graphs:
+            graph.unprofiled = (
+                "captured by Dynamo (torch.fx cannot trace it), whose graph inputs explain "
+                "does not see: run the call under torch.profiler, where each fused kernel is "
+                "a named event"
+            )
     return report

@@ -83,7 +83,7 @@ def compile_exported(
     **options: Any,
 ) -> Any:
     """`fusec.compile` of an ExportedProgram (see the module docstring); `compile`
-    (`fusec.api.compiled.compile`, which calls this) compiles its flat graph."""
+    (`fusec.api.entry.compile`, which calls this) compiles its flat graph."""
     gm = flat_graph_module(ep)
     examples = None
     if example_inputs is not None:

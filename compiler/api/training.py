@@ -26,8 +26,9 @@ with their neighbours; everything else reaches fusec as AOTAutograd emits it.
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -188,6 +189,18 @@ def dynamo_backend(
     return compiled
 
 
+@contextlib.contextmanager
+def _onednn_off() -> Iterator[None]:
+    """oneDNN disabled (`torch.backends.mkldnn.enabled`), only its enabled flag:
+    `torch.backends.mkldnn.flags` also sets TF32, which warns on CPU builds."""
+    was = torch.backends.mkldnn.enabled
+    torch.backends.mkldnn.enabled = False
+    try:
+        yield
+    finally:
+        torch.backends.mkldnn.enabled = was
+
+
 class TrainingProgram:
     """One specialization of `fusec.compile` for calls autograd records: an
     `aot_function` over the traced graph with its parameters and buffers lifted
@@ -223,10 +236,20 @@ class TrainingProgram:
             functional_call, num_params_buffers=num_params_buffers, **self.compilers.aot_kwargs()
         )
 
+        # PyTorch decomposes `aten.lstm` into oneDNN's inference-only
+        # `mkldnn_rnn_layer` (no workspace for a backward) when the input does
+        # not require grad, even if the weights do; tracing with oneDNN off
+        # takes the cell-by-cell decomposition, whose pointwise steps fuse.
+        self.trace_without_onednn = any(isinstance(m, torch.nn.RNNBase) for m in gm.modules())
+
     def __call__(self, args: Sequence[Any]) -> Any:
         params = dict(self.gm.named_parameters(remove_duplicate=False))
         buffers = dict(self.gm.named_buffers(remove_duplicate=False))
-        return self.compiled(params, buffers, *[args[i] for i in self.tensor_positions])
+        tensors = [args[i] for i in self.tensor_positions]
+        if self.trace_without_onednn and not self.compilers.graphs:  # the call that traces
+            with _onednn_off():
+                return self.compiled(params, buffers, *tensors)
+        return self.compiled(params, buffers, *tensors)
 
     @property
     def forward(self) -> CompiledGraph | None:

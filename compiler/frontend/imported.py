@@ -41,6 +41,9 @@ class OpaqueCall:
     kept: tuple[int, ...] | None = None
     """For a multi-result call with None among its results (ATen backward ops with
     an output mask): the positions of the results that are values."""
+    nested: bool = False
+    """The results nest (`nn.LSTM` returns `(output, (h, c))`): `kept` counts
+    positions among `flat_leaves` of them."""
 
     def bind(self, root: nn.Module) -> Callable[..., tuple[Any, ...]]:
         """A callable over the op's runtime operands that returns its results."""
@@ -53,7 +56,9 @@ class OpaqueCall:
                 return getattr(obj, name)(*args, **kwargs)
         else:
             fn = self.target
-        args, kwargs, multi, kept = self.args, self.kwargs, self.multi, self.kept
+        args, kwargs, multi, kept, nested = (
+            self.args, self.kwargs, self.multi, self.kept, self.nested
+        )  # fmt: skip
 
         def fill(a: Any, ops: Sequence[Any]) -> Any:
             if isinstance(a, OperandRef):
@@ -70,11 +75,20 @@ class OpaqueCall:
             r = fn(*fill(args, ops), **fill(kwargs, ops))
             if r is None:
                 return ()
+            if nested:
+                r = flat_leaves(r)
             if kept is not None:
                 return tuple(r[i] for i in kept)
             return tuple(r) if multi else (r,)
 
         return call
+
+
+def flat_leaves(value: Any) -> list[Any]:
+    """The leaves of nested tuples and lists, depth first: `(a, (b, c))` -> `[a, b, c]`."""
+    if isinstance(value, tuple | list):
+        return [leaf for v in value for leaf in flat_leaves(v)]
+    return [value]
 
 
 @dataclass

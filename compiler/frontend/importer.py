@@ -80,7 +80,13 @@ from fusec.frontend.fx_nodes import (
     target_name,
 )
 from fusec.frontend.graph_values import Const, Ret
-from fusec.frontend.imported import ImportedGraph, NotMapped, OpaqueCall, OperandRef
+from fusec.frontend.imported import (
+    ImportedGraph,
+    NotMapped,
+    OpaqueCall,
+    OperandRef,
+    flat_leaves,
+)
 from fusec.frontend.size_checks import SizeCheck, dim_sources
 from fusec.frontend.size_folding import SizeFolding
 from fusec.frontend.tracing import UnsupportedGraph, trace
@@ -571,7 +577,9 @@ class Importer(SizeFolding):
 
     def make_opaque(self, node: torch.fx.Node, value: Any) -> Any:
         multi = isinstance(value, tuple | list)
-        values = list(value) if multi else [value]
+        # `nn.LSTM` returns `(output, (h, c))`: the op's results are the leaves.
+        nested = multi and any(isinstance(v, tuple | list) for v in value)
+        values = flat_leaves(value) if multi else [value]
         if value is None:  # run for its effect (e.g. a grad-mode switch); nothing flows
             multi, values = True, []
         kept = None
@@ -579,7 +587,9 @@ class Importer(SizeFolding):
             kept = tuple(i for i, v in enumerate(values) if v is not None)
             values = [values[i] for i in kept]
         recorded = recorded_value(node)
-        if multi and isinstance(recorded, tuple | list) and len(recorded) == len(value):
+        if multi and isinstance(recorded, tuple | list):
+            recorded = flat_leaves(recorded)
+        if multi and isinstance(recorded, list) and len(recorded) == len(flat_leaves(value)):
             records = [r for r in recorded if kept is None or r is not None]
         else:
             records = [None if multi else recorded] * len(values)
@@ -591,20 +601,22 @@ class Importer(SizeFolding):
             raise UnsupportedGraph(f"{node.name} ({target_name(node)}) returns {e}") from None
         operands: list[SSAValue] = []
 
+        def of_value(v: Any, a: torch.fx.Node) -> Any:
+            if isinstance(v, Const) and v.source is not None:
+                return template_value(self.size_of(v.source))
+            if isinstance(v, Const) and v.symbolic:
+                raise UnsupportedGraph(f"{a.name} holds symbolic sizes that {node.name} reads")
+            if isinstance(v, Const):
+                if v.from_shape:
+                    self.shape_dependent = True
+                return v.value
+            if isinstance(v, tuple):  # a multi-result op's results, None among them
+                return tuple(of_value(x, a) for x in v)
+            return template_value(v)
+
         def template(a: Any) -> Any:
             if isinstance(a, torch.fx.Node):
-                v = self.env[a]
-                if isinstance(v, Const) and v.source is not None:
-                    return template_value(self.size_of(v.source))
-                if isinstance(v, Const) and v.symbolic:
-                    raise UnsupportedGraph(f"{a.name} holds symbolic sizes that {node.name} reads")
-                if isinstance(v, Const):
-                    if v.from_shape:
-                        self.shape_dependent = True
-                    return v.value
-                if isinstance(v, tuple):
-                    return tuple(template_value(x) for x in v)
-                return template_value(v)
+                return of_value(self.env[a], a)
             if isinstance(a, tuple | list):
                 return type(a)(template(x) for x in a)
             if isinstance(a, dict):
@@ -630,13 +642,19 @@ class Importer(SizeFolding):
         target = node.target
         if isinstance(target, torch._ops.OpOverload):
             target = OPAQUE_SUBSTITUTES.get(target, target)
-        self.opaque[node.name] = OpaqueCall(node.op, target, args, kwargs, multi, kept)
+        self.opaque[node.name] = OpaqueCall(node.op, target, args, kwargs, multi, kept, nested)
         if value is None:
             return Const(None)
-        if kept is not None:
-            results = iter(op.results)
-            return tuple(next(results) if i in kept else Const(None) for i in range(len(value)))
-        return tuple(op.results) if multi else op.results[0]
+        if not multi:
+            return op.results[0]
+        results = iter(op.results)
+
+        def rebuilt(v: Any) -> Any:
+            if isinstance(v, tuple | list):
+                return tuple(rebuilt(x) for x in v)
+            return Const(None) if v is None else next(results)
+
+        return rebuilt(value)
 
     def map_node(self, node: torch.fx.Node, value: Any) -> Any:
         handler = registry.handler_for(node, self.gm)
@@ -659,8 +677,12 @@ class Importer(SizeFolding):
         return result
 
     def check_types(self, result: Any, value: Any, recorded: Any = None) -> None:
-        if result is None and value is None:
-            return  # an output the op leaves out (`output_mask` False), as PyTorch did
+        if value is None and (
+            result is None or (isinstance(result, Const) and result.value is None)
+        ):
+            # An output the op leaves out (`output_mask` False, `mkldnn_rnn_layer`'s
+            # workspace when not training), as PyTorch did.
+            return
         if isinstance(result, tuple):
             if not isinstance(value, tuple | list) or len(value) != len(result):
                 raise NotMapped("result arity differs")

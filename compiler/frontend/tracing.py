@@ -153,4 +153,9 @@ def trace(fn_or_module: Any) -> torch.fx.GraphModule:
         )
         return torch.fx.GraphModule(tracer.root, graph, name)
     except Exception as e:  # noqa: BLE001 - any tracing failure means "run eagerly"
-        raise UnsupportedGraph(f"torch.fx cannot trace {fn_or_module!r}: {e}") from e
+        what = (
+            type(fn_or_module).__name__
+            if isinstance(fn_or_module, torch.nn.Module)
+            else getattr(fn_or_module, "__name__", None) or repr(fn_or_module)
+        )
+        raise UnsupportedGraph(f"torch.fx cannot trace {what}: {e}") from e
