@@ -148,3 +148,37 @@ def test_printed_module_round_trips_through_fusec_opt(tmp_path):
         )
         assert proc.returncode == 0, proc.stderr
         assert proc.stdout.strip() == str(mod).strip()
+
+
+def _cache_update(past_dtype: torch.dtype):
+    def update(x: torch.Tensor) -> torch.Tensor:
+        # Hugging Face's DynamicCache: a layer's keys start as an empty 1-D tensor.
+        past = torch.tensor([], dtype=past_dtype, device=x.device)
+        keys = torch.cat([past, torch.sigmoid(x).transpose(1, 2)], dim=-2)
+        return keys * 2 + 1
+
+    return update
+
+
+def test_cat_skips_a_constant_empty_tensor_as_pytorch_does():
+    """`torch.cat` skips 1-D tensors of no elements: a `torch.tensor([])` only cats
+    read is a constant of the import, not three ATen calls and a cat per call."""
+    x = torch.randn(2, 3, 4)
+    update = _cache_update(torch.float32)
+    f = torch.compile(update, backend="fusec")
+    for _ in range(2):
+        torch.testing.assert_close(f(x), update(x))
+    ir = fusec.dynamo_graphs()[-1].ir()
+    assert "torch.tensor" not in ir and 'aten.opaque "torch.cat"' not in ir
+    assert "aten.cat %" in ir  # of the transposed sigmoid alone
+
+
+def test_an_empty_tensor_that_decides_the_dtype_of_a_cat_stays():
+    # float64 empty + float32 values -> float64: the empty tensor takes part.
+    x = torch.randn(2, 3, 4)
+    update = _cache_update(torch.float64)
+    f = torch.compile(update, backend="fusec")
+    for _ in range(2):
+        got = f(x)
+        torch.testing.assert_close(got, update(x))
+    assert got.dtype == torch.float64

@@ -110,6 +110,8 @@ class SizeFolding:
             return Const(value, from_shape=True, source=self.size_source(node, value))
         if node.op == "call_function" and node.target is getattr and node.args[1] in SHAPE_QUERIES:
             return Const(value, from_shape=True, source=self.size_source(node, value))
+        if is_legacy_empty(node, value):
+            return Const(value)
         if isinstance(value, torch.Tensor) or node.op == "call_module":
             return None
         if node.op == "call_function" and node.target is operator.getitem:
@@ -139,3 +141,27 @@ class SizeFolding:
         base = node.args[0]
         v = self.env.get(base) if isinstance(base, torch.fx.Node) else None
         return v if isinstance(v, SSAValue) and isinstance(v.type, TensorType) else None
+
+
+CAT_TARGETS = (torch.cat, torch.concat, torch.ops.aten.cat.default)
+
+
+def is_legacy_empty(node: torch.fx.Node, value: Any) -> bool:
+    """A 1-D tensor of no elements made from constants (`torch.tensor([])`) and
+    read only by `cat`s, which skip it (PyTorch's legacy rule): a constant of the
+    program, so the cat imports without it. Hugging Face's `DynamicCache` starts
+    each layer's keys and values as one:
+
+        tensor = torch.tensor([], dtype=torch.float32)
+        keys = torch.cat([tensor, key_states], dim=-2)   ->   aten.cat %key_states
+    """
+    return (
+        isinstance(value, torch.Tensor)
+        and value.dim() == 1
+        and value.numel() == 0
+        and node.op == "call_function"
+        and not node.all_input_nodes
+        and bool(node.users)
+        and all(u.op == "call_function" and u.target in CAT_TARGETS for u in node.users)
+    )
+

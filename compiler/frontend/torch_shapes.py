@@ -20,6 +20,7 @@ import torch.fx
 import torch.nn.functional as F
 from fusec.dialects import aten
 from fusec.dialects import inference as inf
+from fusec.frontend.graph_values import Const
 from fusec.frontend.imported import NotMapped
 from fusec.frontend.registry import Handler, register
 from fusec.frontend.value_types import static_dim
@@ -84,7 +85,25 @@ def result_types(ctx: Importer) -> list[Attribute]:
 
 @register(torch.cat, torch.concat)
 def cat(ctx: Importer, tensors: Any, dim: Any = 0) -> SSAValue:
-    return ctx.add_op(aten.CatOp([ctx.tensor(t) for t in tensors], ctx.const(dim))).results[0]
+    # PyTorch skips 1-D tensors of no elements; they still take part in promotion.
+    kept = [t for t in tensors if not _skipped_by_cat(ctx, t)]
+    if len(kept) < len(tensors):
+        out = ctx.real[ctx.node]  # type: ignore[index]
+        skipped = [ctx.env[t].value for t in tensors if t not in kept]
+        if not kept or any(e.dtype != out.dtype for e in skipped):
+            raise NotMapped("cat whose skipped empty tensors decide its dtype")
+    return ctx.add_op(aten.CatOp([ctx.tensor(t) for t in kept], ctx.const(dim))).results[0]
+
+
+def _skipped_by_cat(ctx: Importer, t: Any) -> bool:
+    """`t` is a constant 1-D tensor of no elements (`size_folding.is_legacy_empty`)."""
+    v = ctx.env.get(t) if isinstance(t, torch.fx.Node) else None
+    return (
+        isinstance(v, Const)
+        and isinstance(v.value, torch.Tensor)
+        and v.value.dim() == 1
+        and v.value.numel() == 0
+    )
 
 
 def _reshape_like(op_cls: type[aten.ReshapeLikeOp]) -> Handler:
