@@ -182,3 +182,51 @@ def test_an_empty_tensor_that_decides_the_dtype_of_a_cat_stays():
         got = f(x)
         torch.testing.assert_close(got, update(x))
     assert got.dtype == torch.float64
+
+
+@torch.fx.wrap
+def sigmoid_and_nothing(x: torch.Tensor) -> tuple[torch.Tensor, None]:
+    """An op that leaves an output out (as `mkldnn_rnn_layer` leaves its workspace
+    when not training): torch.fx keeps it a call."""
+    return torch.sigmoid(x), None
+
+
+def reads_a_left_out_output(x: torch.Tensor) -> tuple[torch.Tensor, None]:
+    y, nothing = sigmoid_and_nothing(x)
+    return y * 2 + 1, nothing
+
+
+def test_a_left_out_output_of_an_opaque_call_is_none():
+    x = torch.randn(4, 5)
+    f = fusec.compile(reads_a_left_out_output)
+    got = f(x)
+    assert got[1] is None
+    torch.testing.assert_close(got[0], reads_a_left_out_output(x)[0])
+    assert f.launches_per_call == 1  # compiled, not eager
+    assert "getitem" not in f.ir()  # the None is a constant, not a call per run
+
+
+def lstm_and_head(lstm: nn.LSTM, x: torch.Tensor) -> torch.Tensor:
+    y, (h, c) = lstm(x)
+    return torch.tanh(y) * 2 + h.sum(0).unsqueeze(1)
+
+
+def test_nested_results_of_an_opaque_call():
+    """`nn.LSTM` (a leaf of torch.fx) returns `(output, (h, c))`: one opaque op whose
+    results are the leaves."""
+
+    class M(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lstm = nn.LSTM(3, 4, batch_first=True)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return lstm_and_head(self.lstm, x)
+
+    m, x = M().eval(), torch.randn(2, 5, 3)
+    with torch.no_grad():
+        f = fusec.compile(m)
+        torch.testing.assert_close(f(x), m(x))
+        assert f.launches_per_call == 1
+        ir = f.ir()
+        assert ir.count("aten.opaque") == 1 and 'aten.opaque "lstm"' in ir
