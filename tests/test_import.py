@@ -229,4 +229,4 @@ def test_nested_results_of_an_opaque_call():
         torch.testing.assert_close(f(x), m(x))
         assert f.launches_per_call == 1
         ir = f.ir()
-        assert ir.count("aten.opaque") == 1 and 'aten.opaque "lstm"' in ir
+        assert ir.count("aten.opaque") == 1 and 'aten.opaque "module.lstm"' in ir
