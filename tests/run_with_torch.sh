@@ -29,4 +29,4 @@ python -m pip install -q -e "$root[dev,cuda,zoo]"
 python -c "import torch; print('torch', torch.__version__)"
 cd "$root"
 # Without arguments: the README's test command; with them: what they name.
-exec pytest -q -p no:cacheprovider "$@"
+exec python -m pytest -q -p no:cacheprovider "$@"
