@@ -153,9 +153,9 @@ def reduce_view_source(reduction: Operation) -> Operation | None:
 
 def hoist_point(reduction: Operation) -> Operation | None:
     """The op `reduction` may move to just after, or None to stay: the pointwise
-    producer of its input when every op between is side-effect free, defines
-    none of its operands, and some op between reads the input (otherwise
-    nothing stands between the producer and the reduction)."""
+    producer of its input (every reduction's one operand) when every op between
+    is side-effect free and some op between reads the input (otherwise nothing
+    stands between the producer and the reduction)."""
     source = reduction.operands[0]
     if not isinstance(source, OpResult) or not is_pointwise(source.op):
         return None
@@ -163,32 +163,26 @@ def hoist_point(reduction: Operation) -> Operation | None:
     block = reduction.parent_block()
     if block is None or producer.parent_block() is not block:
         return None
-    defined_by = {v.op for v in reduction.operands if isinstance(v, OpResult)}
     reader_between = False
     op = reduction.prev_op
     while op is not None and op is not producer:
-        if op in defined_by or not is_side_effect_free(op):
+        if not is_side_effect_free(op):
             return None
         reader_between = reader_between or source in op.operands
         op = op.prev_op
     return producer if op is producer and reader_between else None
 
 
-def hoist_reductions_in(block: Block) -> int:
-    """Moves each fusible reduction of `block` up to its producer (module
-    docstring); returns how many moved."""
-    moved = 0
+def hoist_reductions_in(block: Block) -> None:
+    """Moves each fusible reduction of `block` up to its producer (module docstring)."""
     for op in list(block.ops):
         if in_group(op) or not is_fusible_reduction(op):
             continue
         op = reduce_view_source(op) or op
         point = hoist_point(op)
-        if point is None:
-            continue
-        op.detach()
-        block.insert_op_after(op, point)
-        moved += 1
-    return moved
+        if point is not None:
+            op.detach()
+            block.insert_op_after(op, point)
 
 
 @dataclass(frozen=True)
