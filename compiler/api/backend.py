@@ -114,13 +114,13 @@ def compile_graph(
     try:
         from fusec.api.training import dynamo_backend, needs_autograd
 
+        options = CompileOptions(**opts)
         if needs_autograd(example_inputs, gm) or runs_transform(gm):
             # AOTAutograd: fusec compiles the forward and backward ATen graphs,
             # each listed in `dynamo_graphs()` as AOTAutograd hands it over.
-            options = CompileOptions(**opts)
             make = functools.partial(graph_function, options=options)
             return dynamo_backend(gm, example_inputs, lambda g: remember(make(g))), None
-        fn = compile_traced(gm, gm, CompileOptions(**opts), example_inputs)
+        fn = compile_traced(gm, gm, options, example_inputs)
         # Specializations compiled at a later call still file their structured
         # trace artifacts (`fusec.observability.structured_trace`) under this graph's compile.
         fn.compile_id = torch._guards.CompileContext.current_compile_id()

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 from fusec.api.options import CompileOptions, FusionError
+from fusec.frontend.tracing import graph_name
 
 if TYPE_CHECKING:
     from fusec.api.compiled import CompiledFunction
@@ -114,14 +115,11 @@ class CapturedFunction:
             if not self.options.strict:
                 raise
             raise FusionError(
-                f"fusec (strict): {self._name()} would run partly eagerly: Dynamo cannot "
+                f"fusec (strict): {graph_name(self.original)} would run partly eagerly: Dynamo cannot "
                 f"capture it in one graph: {str(e).splitlines()[0]}"
             ) from e
         self.launches_per_call = sum(g.launches_per_call for g in self.graphs)
         return result
-
-    def _name(self) -> str:
-        return getattr(self.original, "__name__", None) or type(self.original).__name__
 
     # ------------------------------------------------------------------ inspection
 

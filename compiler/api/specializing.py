@@ -37,7 +37,7 @@ from fusec.api.options import CompileOptions, FusionError
 from fusec.api.specialization import Specialization, action_of
 from fusec.api.specialization_key import arg_kind, container_argument, describe_inputs, why_new
 from fusec.frontend.source_lines import warn_user
-from fusec.frontend.tracing import UnsupportedGraph
+from fusec.frontend.tracing import UnsupportedGraph, graph_name
 from fusec.observability import logs
 from fusec.runtime.program import UnsupportedProgram
 
@@ -363,7 +363,7 @@ class Specializing:
         return self.options.cache or cache_mod.default_cache()
 
     def _name(self) -> str:
-        return getattr(self.original, "__name__", None) or type(self.original).__name__
+        return graph_name(self.original)
 
     def _cpu_target(self, args: Sequence[Any]) -> str | None:
         """The CPU target of this call's kernels, None when it gets none (kernels

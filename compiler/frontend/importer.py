@@ -89,7 +89,7 @@ from fusec.frontend.imported import (
 )
 from fusec.frontend.size_checks import SizeCheck, dim_sources
 from fusec.frontend.size_folding import SizeFolding
-from fusec.frontend.tracing import UnsupportedGraph, trace
+from fusec.frontend.tracing import UnsupportedGraph, graph_name, trace
 from fusec.frontend.value_types import (
     has_symbolic_sizes,
     is_scalar,
@@ -579,7 +579,8 @@ class Importer(SizeFolding):
         multi = isinstance(value, tuple | list)
         # `nn.LSTM` returns `(output, (h, c))`: the op's results are the leaves.
         nested = multi and any(isinstance(v, tuple | list) for v in value)
-        values = flat_leaves(value) if multi else [value]
+        leaves = flat_leaves(value) if multi else [value]
+        values = leaves
         if value is None:  # run for its effect (e.g. a grad-mode switch); nothing flows
             multi, values = True, []
         kept = None
@@ -589,7 +590,7 @@ class Importer(SizeFolding):
         recorded = recorded_value(node)
         if multi and isinstance(recorded, tuple | list):
             recorded = flat_leaves(recorded)
-        if multi and isinstance(recorded, list) and len(recorded) == len(flat_leaves(value)):
+        if multi and isinstance(recorded, list) and len(recorded) == len(leaves):
             records = [r for r in recorded if kept is None or r is not None]
         else:
             records = [None if multi else recorded] * len(values)
@@ -741,5 +742,4 @@ def import_fx(
 def import_graph(fn_or_module: Any, example_inputs: Sequence[Any]) -> ModuleOp:
     """`fusec.import_graph`: the `aten`-dialect module of a function or module."""
     gm = trace(fn_or_module)
-    name = getattr(fn_or_module, "__name__", None) or type(fn_or_module).__name__
-    return import_fx(gm, example_inputs, ssa_name(name)).module
+    return import_fx(gm, example_inputs, ssa_name(graph_name(fn_or_module))).module

@@ -146,6 +146,11 @@ class SizeFolding:
 CAT_TARGETS = (torch.cat, torch.concat, torch.ops.aten.cat.default)
 
 
+def skipped_by_cat(value: Any) -> bool:
+    """`torch.cat` skips a 1-D tensor of no elements (it still takes part in promotion)."""
+    return isinstance(value, torch.Tensor) and value.dim() == 1 and value.numel() == 0
+
+
 def is_legacy_empty(node: torch.fx.Node, value: Any) -> bool:
     """A 1-D tensor of no elements made from constants (`torch.tensor([])`) and
     read only by `cat`s, which skip it (PyTorch's legacy rule): a constant of the
@@ -156,9 +161,7 @@ def is_legacy_empty(node: torch.fx.Node, value: Any) -> bool:
         keys = torch.cat([tensor, key_states], dim=-2)   ->   aten.cat %key_states
     """
     return (
-        isinstance(value, torch.Tensor)
-        and value.dim() == 1
-        and value.numel() == 0
+        skipped_by_cat(value)
         and node.op == "call_function"
         and not node.all_input_nodes
         and bool(node.users)

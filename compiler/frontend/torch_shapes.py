@@ -23,6 +23,7 @@ from fusec.dialects import inference as inf
 from fusec.frontend.graph_values import Const
 from fusec.frontend.imported import NotMapped
 from fusec.frontend.registry import Handler, register
+from fusec.frontend.size_folding import skipped_by_cat
 from fusec.frontend.value_types import static_dim
 from torch import nn
 from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, TensorType, i64
@@ -96,14 +97,9 @@ def cat(ctx: Importer, tensors: Any, dim: Any = 0) -> SSAValue:
 
 
 def _skipped_by_cat(ctx: Importer, t: Any) -> bool:
-    """`t` is a constant 1-D tensor of no elements (`size_folding.is_legacy_empty`)."""
+    """`t` is a constant that `cat` skips (`size_folding.is_legacy_empty`)."""
     v = ctx.env.get(t) if isinstance(t, torch.fx.Node) else None
-    return (
-        isinstance(v, Const)
-        and isinstance(v.value, torch.Tensor)
-        and v.value.dim() == 1
-        and v.value.numel() == 0
-    )
+    return isinstance(v, Const) and skipped_by_cat(v.value)
 
 
 def _reshape_like(op_cls: type[aten.ReshapeLikeOp]) -> Handler:

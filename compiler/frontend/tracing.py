@@ -146,16 +146,15 @@ def trace(fn_or_module: Any) -> torch.fx.GraphModule:
         # Stack traces let logs and explanations name the user's source lines.
         tracer = _UserFrameTracer()
         graph = tracer.trace(fn_or_module)
-        name = (
-            fn_or_module.__class__.__name__
-            if isinstance(fn_or_module, torch.nn.Module)
-            else fn_or_module.__name__
-        )
-        return torch.fx.GraphModule(tracer.root, graph, name)
+        return torch.fx.GraphModule(tracer.root, graph, graph_name(fn_or_module))
     except Exception as e:  # noqa: BLE001 - any tracing failure means "run eagerly"
-        what = (
-            type(fn_or_module).__name__
-            if isinstance(fn_or_module, torch.nn.Module)
-            else getattr(fn_or_module, "__name__", None) or repr(fn_or_module)
-        )
-        raise UnsupportedGraph(f"torch.fx cannot trace {what}: {e}") from e
+        raise UnsupportedGraph(f"torch.fx cannot trace {graph_name(fn_or_module)}: {e}") from e
+
+
+def graph_name(fn_or_module: Any) -> str:
+    """What a function or module is called in graphs, logs and reports: a
+    module's class name, a function's `__name__` (its type's, for a callable
+    without one)."""
+    if isinstance(fn_or_module, torch.nn.Module):
+        return type(fn_or_module).__name__
+    return getattr(fn_or_module, "__name__", None) or type(fn_or_module).__name__

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from fusec.dialects.fusion import GroupOp, GuardOp, YieldOp
 from fusec.frontend.source_lines import SourceLine, user_line
+from fusec.frontend.tracing import graph_name
 from fusec.passes.fusion_remarks import FIXABLE, KINDS, FusionRemark, barrier_kind
 from xdsl.dialects import arith, func, scf
 from xdsl.ir import Operation
@@ -306,7 +307,7 @@ def _remark_without_fuse(op: Operation) -> FusionRemark:
 def graph_report(fn: CompiledFunction, spec: Specialization | None = None) -> GraphReport:
     """The report of `fn`'s specialization `spec` (default: the last that ran)."""
     spec = spec if spec is not None else fn.last
-    name = getattr(fn.original, "__name__", None) or type(fn.original).__name__
+    name = graph_name(fn.original)
     specs = [s.describe() for s in {id(s): s for s in fn.specializations.values()}.values()]
     if spec is None:
         return GraphReport(name, specs, eager_reason=fn.untraceable or "never called")
