@@ -11,6 +11,7 @@ inference and with grad; and a module holding `nn.LSTM`, which torch.fx traces
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
@@ -37,11 +38,11 @@ def _fresh_dynamo():
     torch._dynamo.reset()
 
 
-def _mode(grad: bool) -> torch.autograd.grad_mode._NoParamDecoratorContextManager:
+def _mode(grad: bool) -> contextlib.AbstractContextManager[None]:
     return torch.enable_grad() if grad else torch.no_grad()
 
 
-def _assert_fuses_as_torch_compile(m, args, grad: bool) -> fusec.api.compiled.Any:
+def _assert_fuses_as_torch_compile(m, args, grad: bool) -> CapturedFunction:
     """`fusec.compile(m)` is captured by Dynamo, equals eager on two calls and
     launches the kernels `torch.compile(m, backend="fusec")` launches (some)."""
     with _mode(grad):
