@@ -1,7 +1,7 @@
 """The cache's directories and its secret: private to this user, or not used.
 
 Every directory fusec reads or writes entries in (the cache root, `kernels/`,
-`programs/`, `objects/`, `hosts/` and their two-letter shards) is created 0700,
+`programs/`, `objects/`, `hosts/`, `partitions/` and their two-letter shards) is created 0700,
 each missing level on its own (`mkdir(parents=True)` would give the levels
 above the last the umask's mode: 0777 under umask 000), and is refused when
 another user owns it or group or others can write it: whoever can write there

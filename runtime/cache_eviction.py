@@ -1,8 +1,8 @@
 """The disk cache's size cap: least recently used entries go first.
 
 All the cache's kinds share one cap (`FUSEC_CACHE_MAX_MB`, default 1024 MiB):
-`kernels/`, `programs/`, `objects/`, `hosts/`. An entry's mtime says when it
-was last used: a write sets it and a hit sets it again (`touch`, one `utime`
+`kernels/`, `programs/`, `objects/`, `hosts/`, `partitions/`. An entry's mtime
+says when it was last used: a write sets it and a hit sets it again (`touch`, one `utime`
 per entry a process loads, not per call). Eviction runs at write time,
 amortised (`note_write`): on a process's first write when no process swept in
 the last `SWEEP_SECONDS` (`<root>/last-sweep`'s mtime), then every
@@ -34,7 +34,7 @@ from fusec.runtime.entries import remove_stale_tmp
 
 log = logging.getLogger("fusec.cache")
 
-KIND_DIRS = ("kernels", "programs", "objects", "hosts")
+KIND_DIRS = ("kernels", "programs", "objects", "hosts", "partitions")
 SWEEP_EVERY_WRITES = 64
 SWEEP_SECONDS = 600.0
 STALE_TMP_MIN_AGE = 600.0

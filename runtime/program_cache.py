@@ -13,6 +13,8 @@ module spares it the rest.
 - Hosts: a specialization's whole host program as data (`fusec.api.warm_start`),
   keyed by the graph and its specialization. A hit needs no IR at all: no
   import, no pipeline, no parse, no xDSL.
+- Partitions: the values `fusec.api.partition` saves rather than recomputes,
+  keyed by AOTAutograd's joint graph: a hit runs min-cut once instead of twice.
 
 Entries are data, never pickles: the kernel cache's format
 (`fusec.runtime.entries`: a JSON header with kind, key and fingerprint, then the
@@ -21,9 +23,9 @@ whose header, key, fingerprint, size or checksum is wrong, or that is not a
 regular file, is ignored (a miss, logged on `FUSEC_LOGS=cache`) and overwritten
 by the next store; so is one whose MAC is not this cache's (edited or planted)
 or, for objects, whose payload is not an ELF object for this machine. A cache
-directory (the root or `programs/`, `objects/`, `hosts/`) owned by someone else
-or writable by others is not used (one warning naming it).
-`FUSEC_PROGRAM_CACHE=0` turns both caches off.
+directory (the root or `programs/`, `objects/`, `hosts/`, `partitions/`) owned by
+someone else or writable by others is not used (one warning naming it).
+`FUSEC_PROGRAM_CACHE=0` turns all of them off.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from fusec.runtime.cache_eviction import note_write, touch
 log = logging.getLogger("fusec")
 cache_log = logging.getLogger("fusec.cache")
 
-KINDS = ("program", "object", "host")
+KINDS = ("program", "object", "host", "partition")
 
 
 def enabled() -> bool:

@@ -12,10 +12,11 @@ nor imports xDSL:
                {"kind": "kernel", "name": "group[add,sigmoid]", "ins": [3, 2],
                 "outs": [4], "key": "5e1f...", "body": {...}}]}
 
-A program with a step that cannot be written (an `aten.opaque` call, whose
-target is a Python object; a kernel without a cache key) has no data
-(`NotData`); data that is malformed raises `NotData` too, and callers treat both
-as a miss.
+An `aten.opaque` step is what the caller's `opaque_data` makes of it (its fx
+call: `fusec.runtime.opaque_calls`), made again by `opaque_call`. A program
+with a step that cannot be written (an opaque call whose target or arguments
+cannot be named, a kernel without a cache key) has no data (`NotData`); data
+that is malformed raises `NotData` too, and callers treat both as a miss.
 """
 
 from __future__ import annotations
@@ -41,19 +42,34 @@ KernelKey = Callable[[Any], str | None]
 """A group op -> the kernel-cache key of its kernel (None: it has none)."""
 KernelByKey = Callable[[str], Callable[[Sequence[Any]], Sequence[Any]] | None]
 """A kernel-cache key -> the kernel (None: not in the cache)."""
+OpaqueData = Callable[[str], Any]
+"""An opaque step's node name -> its call as data (`NotData`: it has none)."""
+OpaqueFromData = Callable[[Any], Callable[..., tuple[Any, ...]]]
+"""An opaque call's data -> the step's function (`NotData`: not to be had)."""
+
+
+def _no_opaque_data(node: str) -> Any:
+    raise NotData(f"the opaque step of {node} cannot be written as data")
+
+
+def _no_opaque_call(data: Any) -> Callable[..., tuple[Any, ...]]:
+    raise NotData("an opaque step, and no way to make it")
 
 
 class NotData(ValueError):
     """The program cannot be written as data, or the data is not a program."""
 
 
-def program_to_data(program: HostProgram, kernel_key: KernelKey) -> dict[str, Any]:
-    """`program` as JSON data (`NotData` if a step cannot be written)."""
+def program_to_data(
+    program: HostProgram, kernel_key: KernelKey, opaque_data: OpaqueData = _no_opaque_data
+) -> dict[str, Any]:
+    """`program` as JSON data (`NotData` if a step cannot be written); an opaque
+    step is what `opaque_data` makes of its node."""
     return {
         "n_slots": program.n_slots,
         "args": list(program.arg_slots),
         "consts": [[slot, _const_to_data(v)] for slot, v in program.consts.items()],
-        "steps": [_step_to_data(s, kernel_key) for s in program.steps],
+        "steps": [_step_to_data(s, kernel_key, opaque_data) for s in program.steps],
         "outs": list(program.out_slots),
     }
 
@@ -66,7 +82,7 @@ def _const_to_data(v: Any) -> Any:
     raise NotData(f"constant {v!r} is not a Python scalar")
 
 
-def _step_to_data(step: Step, kernel_key: KernelKey) -> dict[str, Any]:
+def _step_to_data(step: Step, kernel_key: KernelKey, opaque_data: OpaqueData) -> dict[str, Any]:
     d: dict[str, Any] = {
         "kind": step.kind,
         "name": step.name,
@@ -84,14 +100,16 @@ def _step_to_data(step: Step, kernel_key: KernelKey) -> dict[str, Any]:
         if key is None:
             raise NotData("a kernel without a cache key")
         d["key"] = key
-        d["body"] = program_to_data(recipe[2](), kernel_key)
+        d["body"] = program_to_data(recipe[2](), kernel_key, opaque_data)
     elif what == "group":
-        d["body"] = program_to_data(recipe[1], kernel_key)
+        d["body"] = program_to_data(recipe[1], kernel_key, opaque_data)
     elif what == "guard":
         d["checks"] = [_check_to_data(c) for c in recipe[1]]
         d["what"] = recipe[2]
     elif what == "if":
-        d["branches"] = [program_to_data(b, kernel_key) for b in step.branches]
+        d["branches"] = [program_to_data(b, kernel_key, opaque_data) for b in step.branches]
+    elif what == "opaque":
+        d["node"], d["call"] = recipe[1], opaque_data(recipe[1])
     else:
         raise NotData(f"a {step.kind} step ({step.name}) cannot be written as data")
     return d
@@ -115,12 +133,14 @@ def _check_from_data(d: Any) -> InputCheck:
     )
 
 
-def program_from_data(data: Any, kernel_by_key: KernelByKey) -> HostProgram:
+def program_from_data(
+    data: Any, kernel_by_key: KernelByKey, opaque_call: OpaqueFromData = _no_opaque_call
+) -> HostProgram:
     """The program `program_to_data` wrote; `NotData` if `data` is malformed or a
-    kernel it names is not to be had."""
+    kernel or opaque call it names is not to be had."""
     holder = RootHolder()
     try:
-        program = _Loader(kernel_by_key, holder).program(data)
+        program = _Loader(kernel_by_key, opaque_call, holder).program(data)
     except NotData:
         raise
     except (KeyError, IndexError, TypeError, ValueError, AttributeError) as e:
@@ -130,8 +150,9 @@ def program_from_data(data: Any, kernel_by_key: KernelByKey) -> HostProgram:
 
 
 class _Loader:
-    def __init__(self, kernel_by_key: KernelByKey, holder: RootHolder):
+    def __init__(self, kernel_by_key: KernelByKey, opaque_call: OpaqueFromData, holder: RootHolder):
         self.kernel_by_key = kernel_by_key
+        self.opaque_call = opaque_call
         self.holder = holder
         self.guards = 0
 
@@ -178,6 +199,8 @@ class _Loader:
             if len(ins) != len(then.arg_slots) + 1 or len(other.arg_slots) != len(then.arg_slots):
                 raise NotData("an if step whose branches do not take its operands")
             fn, recipe = if_fn(then, other, self.holder), ("if",)
+        elif kind == "opaque":
+            fn, recipe = self.opaque_call(d["call"]), ("opaque", str(d["node"]))
         else:
             raise NotData(f"unknown step kind {kind!r}")
         return Step(fn, ins, outs, (), kind, name, branches, recipe)

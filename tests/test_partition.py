@@ -77,6 +77,40 @@ def test_min_cut_recomputes_a_materialized_cell_state_and_fusec_saves_it() -> No
     assert wasteful[0] not in [n.name for n in bw2.graph.nodes if n.op == "call_function"]
 
 
+def test_a_second_partition_of_a_graph_runs_min_cut_once(cache_dir, monkeypatch) -> None:
+    """The saved values are kept in the cache, keyed by the joint graph: the same
+    graph partitioned again (a warm process) marks them before min-cut, which
+    then runs once and gives the very graphs the first partition gave."""
+    import fusec.api.partition as partition_mod
+
+    calls = []
+    real = partition_mod.min_cut_rematerialization_partition
+
+    def counted(*a: Any, **k: Any) -> Any:
+        calls.append(1)
+        return real(*a, **k)
+
+    monkeypatch.setattr(partition_mod, "min_cut_rematerialization_partition", counted)
+    fw, bw = partition(two_lstm_steps, lstm_args(), fusec_partition)
+    assert len(calls) == 2
+    assert len(list((cache_dir / "partitions").rglob("*.bin"))) == 1
+    calls.clear()
+    fw2, bw2 = partition(two_lstm_steps, lstm_args(), fusec_partition)
+    assert len(calls) == 1
+    assert (fw2.code, bw2.code) == (fw.code, bw.code)
+    # Other sizes are another joint graph's inputs: partitioned twice again.
+    calls.clear()
+    wider = tuple(
+        torch.cat([a, a], 0).detach().requires_grad_(a.requires_grad) for a in lstm_args()[:2]
+    )
+    partition(two_lstm_steps, (*wider, *lstm_args()[2:]), fusec_partition)
+    assert len(calls) == 2
+    monkeypatch.setenv("FUSEC_PROGRAM_CACHE", "0")
+    calls.clear()
+    partition(two_lstm_steps, lstm_args(), fusec_partition)
+    assert len(calls) == 2
+
+
 def test_the_partition_gives_eager_gradients() -> None:
     args = lstm_args()
     f = aot_function(

@@ -178,14 +178,45 @@ def test_a_damaged_entry_falls_back_to_compiling(cache_dir, monkeypatch, damage)
     assert entry.read_bytes() == data  # written again, whole
 
 
-def test_programs_with_opaque_calls_are_not_stored(cache_dir):
-    def uses_cumsum(x: torch.Tensor) -> torch.Tensor:
-        return torch.cumsum(torch.sigmoid(x), 0) * 2
+def test_a_program_with_opaque_calls_warm_starts(cache_dir, monkeypatch):
+    """An op fusec leaves to PyTorch (`cumsum`, an ATen embedding) is a step of
+    the entry, named by its target: a warm hit runs it with no import."""
 
-    x = torch.randn(5, 3)
-    torch.testing.assert_close(fusec.compile(uses_cumsum)(x), uses_cumsum(x))
-    assert _hosts(cache_dir) == []
-    torch.testing.assert_close(fusec.compile(uses_cumsum)(x), uses_cumsum(x))
+    def uses_cumsum(x: torch.Tensor, idx: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        e = torch.ops.aten.embedding.default(w, idx)
+        return torch.cumsum(torch.sigmoid(x), 0) * 2 + e.sum()
+
+    args = (torch.randn(5, 3), torch.tensor([1, 0, 2]), torch.randn(4, 3))
+    torch.testing.assert_close(fusec.compile(uses_cumsum)(*args), uses_cumsum(*args))
+    (entry,) = _hosts(cache_dir)
+    assert b"aten::embedding" in entry.read_bytes() and b'"cumsum"' in entry.read_bytes()
+    counts = _Imports(monkeypatch)
+    cache_mod.reset()
+    g = fusec.compile(uses_cumsum)
+    torch.testing.assert_close(g(*args), uses_cumsum(*args))
+    assert (counts.imports, counts.pipelines) == (0, 0)
+    assert g.launches_per_call >= 1
+    assert "opaque" in {s.kind for s in g.last.program.steps}
+
+
+def test_an_opaque_call_of_a_local_function_is_not_stored(cache_dir):
+    """A function the entry could not find again by its name (a local one, called
+    through a hand-built fx graph) leaves the program without an entry; it still
+    runs, and again, with the same result."""
+
+    def local_double(t: torch.Tensor) -> torch.Tensor:
+        return t * 2
+
+    graph = torch.fx.Graph()
+    x = graph.placeholder("x")
+    y = graph.call_function(local_double, (graph.call_function(torch.sigmoid, (x,)),))
+    graph.output(graph.call_function(torch.tanh, (y,)))
+    gm = torch.fx.GraphModule(torch.nn.Module(), graph)
+    v = torch.randn(4, 3)
+    want = torch.tanh(torch.sigmoid(v) * 2)
+    for _ in range(2):
+        torch.testing.assert_close(fusec.compile(gm)(v), want)
+        assert _hosts(cache_dir) == []
 
 
 _CHILD = textwrap.dedent(
@@ -195,7 +226,8 @@ _CHILD = textwrap.dedent(
     def lstm_tail(gates, cx):
         i, f, g, o = gates.chunk(4, 1)
         cy = torch.sigmoid(f) * cx + torch.sigmoid(i) * torch.tanh(g)
-        return torch.sigmoid(o) * torch.tanh(cy), cy
+        # cumsum runs through PyTorch: an opaque step, made again without xDSL.
+        return torch.sigmoid(o) * torch.tanh(cy), torch.cumsum(cy, 1)
     args = [torch.randn(4, 32), torch.randn(4, 8)]
     f = fusec.compile(lstm_tail)
     got = f(*args)

@@ -28,9 +28,11 @@ tensor) are left to min-cut: recomputing them reads no more than saving would.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import torch.fx
+import torch.utils._pytree as pytree
 from torch._functorch.partitioners import (
     get_default_op_list,
     min_cut_rematerialization_partition,
@@ -42,17 +44,99 @@ def fusec_partition(
     joint_module: torch.fx.GraphModule, joint_inputs: Any, **kwargs: Any
 ) -> tuple[torch.fx.GraphModule, torch.fx.GraphModule]:
     """AOTAutograd's `partition_fn`: min-cut, then min-cut again with the
-    recomputations `wasteful_recomputations` finds saved instead."""
+    recomputations `wasteful_recomputations` finds saved instead. The marks are
+    kept in the warm-start cache (kind "partition"), keyed by the joint graph's
+    code and inputs: a process that partitions that graph again marks them first
+    and runs min-cut once (a tenth of an unrolled LSTM's warm first call)."""
+    key = _marks_key(joint_module, joint_inputs, kwargs)
+    known = _load_marks(key) if key is not None else None
+    if known is not None:
+        nodes = {n.name: n for n in joint_module.graph.nodes}
+        if all(name in nodes for name in known):
+            for name in known:
+                nodes[name].meta["recompute"] = CheckpointPolicy.MUST_SAVE
+            return min_cut_rematerialization_partition(joint_module, joint_inputs, **kwargs)
     fw, bw = min_cut_rematerialization_partition(joint_module, joint_inputs, **kwargs)
     # min-cut runs CSE and replaces `joint_module.graph`: the names of the
-    # partitioned graphs' nodes are those of the graph it leaves behind.
+    # partitioned graphs' nodes are those of the graph it leaves behind. CSE
+    # keeps the first of equal nodes, names and all, so the same names mark the
+    # graph a later process hands over, before its CSE.
     joint = {n.name: n for n in joint_module.graph.nodes}
     marks = [joint[name] for name in wasteful_recomputations(fw, bw) if name in joint]
+    if key is not None:
+        _store_marks(key, [n.name for n in marks])
     if not marks:
         return fw, bw
     for node in marks:
         node.meta["recompute"] = CheckpointPolicy.MUST_SAVE
     return min_cut_rematerialization_partition(joint_module, joint_inputs, **kwargs)
+
+
+def _marks_key(joint_module: torch.fx.GraphModule, joint_inputs: Any, kwargs: Any) -> str | None:
+    """The cache key of a partition: the compiler's fingerprint, the joint
+    graph's nodes, its inputs' dtypes, sizes and strides (symbolic ones by name)
+    and min-cut's options; None with the cache off."""
+    from fusec.runtime import program_cache
+
+    if not program_cache.enabled():
+        return None
+    inputs = [
+        f"{t.dtype}{tuple(map(str, t.shape))}{tuple(map(str, t.stride()))}"
+        if isinstance(t, torch.Tensor)
+        else repr(t)
+        for t in pytree.tree_leaves(joint_inputs)
+    ]
+    options = repr(sorted((k, v) for k, v in kwargs.items() if isinstance(v, int | str | list)))
+    graph = _graph_text(joint_module.graph)
+    return program_cache.digest(
+        program_cache.fingerprint(), "partition", graph, "\n".join(inputs), options
+    )
+
+
+def _graph_text(graph: torch.fx.Graph) -> str:
+    """Each node's op, name, target and arguments (other nodes by name): the
+    graph's structure, without the Python code a lazy module would generate."""
+
+    def name(n: torch.fx.Node) -> _Ref:
+        return _Ref(n.name)
+
+    return "\n".join(
+        f"{n.op} {n.name} {_target_name(n.target)} "
+        f"{torch.fx.node.map_arg(n.args, name)!r} {torch.fx.node.map_arg(n.kwargs, name)!r}"
+        for n in graph.nodes
+    )
+
+
+class _Ref(str):
+    """A node among a node's arguments: `%name`, not a string constant's `'name'`."""
+
+    def __repr__(self) -> str:
+        return f"%{self}"
+
+
+def _target_name(target: Any) -> str:
+    if isinstance(target, str | torch._ops.OpOverload):
+        return str(target)  # an overload's qualified name leaves out the overload
+    return f"{getattr(target, '__module__', '')}.{getattr(target, '__qualname__', target)!s}"
+
+
+def _load_marks(key: str) -> list[str] | None:
+    from fusec.runtime import program_cache
+
+    entry = program_cache.load("partition", key)
+    try:
+        names = json.loads(entry[1]) if entry is not None else None
+    except ValueError:
+        return None
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        return None
+    return names
+
+
+def _store_marks(key: str, names: list[str]) -> None:
+    from fusec.runtime import program_cache
+
+    program_cache.store("partition", key, json.dumps(names).encode())
 
 
 def wasteful_recomputations(fw: torch.fx.GraphModule, bw: torch.fx.GraphModule) -> list[str]:

@@ -274,7 +274,7 @@ class Specializing:
             from fusec.api.warm_start import store
 
             assert spec.facts is not None
-            store(host_key, args, program, spec.facts, text, kernel_keys.get)
+            store(host_key, args, program, spec.facts, text, kernel_keys.get, imported.opaque)
         return spec
 
     def _host_key(self, args: Sequence[Any], pipeline: str) -> str | None:
@@ -302,10 +302,10 @@ class Specializing:
 
         cache = self._cache()
         target = self._cpu_target(args)
-        loaded = load(key, args, lambda k: cache.kernel_by_key(k, target))
+        assert self.gm is not None
+        loaded = load(key, args, lambda k: cache.kernel_by_key(k, target), self.gm)
         if loaded is None:
             return None
-        assert self.gm is not None
         root, facts, text = self.gm, loaded.facts, loaded.module_text
         if log.isEnabledFor(logging.DEBUG):  # describing the program is not free
             log.debug("fusec: warm start from the cache\n%s", loaded.program.describe())

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +35,7 @@ import torch
 from fusec.frontend.graph_values import Const, Ret
 from fusec.frontend.size_checks import SizeCheck
 from fusec.runtime import program_cache
+from fusec.runtime.opaque_calls import OpaqueCall, call_from_data, call_to_data
 from fusec.runtime.program import HostProgram
 from fusec.runtime.program_data import NotData, program_from_data, program_to_data
 
@@ -107,8 +108,11 @@ class Loaded:
     module_text: str
 
 
-def load(key: str, args: Sequence[Any], kernel_by_key: Callable[[str], Any]) -> Loaded | None:
-    """The specialization of entry `key` for these `args`, or None (a miss)."""
+def load(
+    key: str, args: Sequence[Any], kernel_by_key: Callable[[str], Any], root: torch.nn.Module
+) -> Loaded | None:
+    """The specialization of entry `key` for these `args`, or None (a miss); its
+    opaque calls run on `root`'s submodules."""
     entry = program_cache.load("host", key)
     if entry is None:
         return None
@@ -118,7 +122,9 @@ def load(key: str, args: Sequence[Any], kernel_by_key: Callable[[str], Any]) -> 
         if not _fits(d, facts, args):
             log.debug("fusec: warm-start entry %s is for other sizes", key)
             return None
-        program = program_from_data(d["program"], kernel_by_key)
+        program = program_from_data(
+            d["program"], kernel_by_key, lambda call: call_from_data(call).bind(root)
+        )
         return Loaded(program, facts, _ir_for(d, args))
     except (NotData, KeyError, IndexError, TypeError, ValueError) as e:
         log.debug("fusec: ignoring warm-start entry %s: %s", key, e)
@@ -140,12 +146,16 @@ def store(
     facts: GraphFacts,
     module_text: str,
     kernel_key: Callable[[Any], str | None],
+    opaque: Mapping[str, OpaqueCall],
 ) -> bool:
     """Writes the entry of `key`; False when the program cannot be data (an
-    opaque call, a kernel without a key, an output that is not plain data)."""
+    opaque call of something that has no name, a kernel without a key, an
+    output that is not plain data). `opaque` has the calls of its opaque steps."""
     try:
         d = {
-            "program": program_to_data(program, kernel_key),
+            "program": program_to_data(
+                program, kernel_key, lambda node: call_to_data(opaque[node])
+            ),
             "inputs": [list(s) for s in facts.inputs],
             "outputs": _template_to_data(facts.outputs),
             "shape_dependent": facts.shape_dependent,

@@ -80,13 +80,7 @@ from fusec.frontend.fx_nodes import (
     target_name,
 )
 from fusec.frontend.graph_values import Const, Ret
-from fusec.frontend.imported import (
-    ImportedGraph,
-    NotMapped,
-    OpaqueCall,
-    OperandRef,
-    flat_leaves,
-)
+from fusec.frontend.imported import ImportedGraph, NotMapped
 from fusec.frontend.size_checks import SizeCheck, dim_sources
 from fusec.frontend.size_folding import SizeFolding
 from fusec.frontend.tracing import UnsupportedGraph, graph_name, trace
@@ -98,6 +92,7 @@ from fusec.frontend.value_types import (
     tensor_type,
     value_type,
 )
+from fusec.runtime.opaque_calls import OpaqueCall, OperandRef, flat_leaves
 from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import (
     FloatAttr,
