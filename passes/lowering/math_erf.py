@@ -1,6 +1,8 @@
 """erf as straight-line llvm-dialect float ops (`convert-math-to-llvm` on the
-CPU; see `math_polynomials`): f32 in f32, as eager's (MKL's) values, and f64
-from a table of erf and its slope at multiples of 1/128 (no exp, no division).
+CPU; see `math_polynomials`): a table of erf and its slope at multiples of
+1/128 and Taylor terms around them (no exp, no division), summed in f64 for
+both types. f32 finds its table entry in f32 and rounds the f64 sum once:
+correctly rounded, and eager's (MKL's) values near +-1.
 
     %y = math.erf %x : f64   ->   ... llvm.load from @__fusec_erf_table ...
 """
@@ -50,13 +52,34 @@ def erf_table_global() -> llvm.GlobalOp:
     return llvm.GlobalOp(ty, ERF_TABLE, "private", constant=True, value=value)
 
 
+def _erf_near(
+    ed: Emitter, erf_r: SSAValue, scale: SSAValue, r: SSAValue, d: SSAValue, to_d6: bool
+) -> SSAValue:
+    """erf(r + d) = erf(r) + s * (d - d^2 * P(r, d)), s = erf'(r) and P the
+    Taylor terms of erf around r to d^6 (`to_d6`) or d^5, whose coefficients
+    are polynomials in r (ARM optimized-routines' vector erf)."""
+    d2 = ed.mul(d, d)
+    r2 = ed.mul(r, r)
+    third = ed.c(1 / 3)
+    p1 = r
+    p2 = ed.sub(third, ed.mul(r2, ed.c(2 / 3)))
+    p3 = ed.mul(r, ed.add(ed.c(-0.5), ed.mul(r2, third)))
+    p4 = ed.sub(ed.c(-0.1), ed.mul(r2, ed.add(ed.c(-0.4), ed.mul(r2, ed.c(2 / 15)))))
+    p34 = ed.add(p3, ed.mul(d, p4))
+    if to_d6:
+        p5 = ed.add(ed.c(-2 / 9), ed.mul(r2, ed.c(2 / 45)))
+        p5 = ed.mul(r, ed.add(ed.c(1 / 6), ed.mul(r2, p5)))
+        p34 = ed.add(p34, ed.mul(d2, p5))
+    p12 = ed.add(p1, ed.mul(d, p2))
+    y = ed.add(p12, ed.mul(d2, p34))
+    return ed.add(erf_r, ed.mul(scale, ed.sub(d, ed.mul(d2, y))))
+
+
 def _erf_f64(ed: Emitter, x: SSAValue) -> SSAValue:
-    """erf|x| = erf(r) + s(r) * (d - d^2 * P(r, d)) with r = |x| rounded to a
-    multiple of 1/128, d = |x| - r (exact, |d| <= 1/256), s = erf' (r) and P
-    the Taylor terms of erf around r to d^5, whose coefficients are
-    polynomials in r (ARM optimized-routines' vector erf): two table loads
-    and 20 FMAs per lane, no exp, no division; 2 ulp. NaN and |x| past the
-    table read its last entry (the result is selected or NaN anyway)."""
+    """erf|x| from r = |x| rounded to a multiple of 1/128 and d = |x| - r
+    (exact, |d| <= 1/256), erf(r) and s(r) read from the table, to d^6: two
+    table loads and 20 FMAs per lane, no exp, no division; 2 ulp. NaN and |x|
+    past the table read its last entry (the result is selected or NaN anyway)."""
     a = ed.fabs(x)
     shift = ed.c(_ERF_SHIFT)
     z = ed.add_exact(a, shift)
@@ -67,73 +90,45 @@ def _erf_f64(ed: Emitter, x: SSAValue) -> SSAValue:
     scale = table_load(ed, ERF_TABLE, ed.iadd(at, ed.ci(1)))
     r = ed.sub_exact(z, shift)
     d = ed.sub_exact(a, r)
-    d2 = ed.mul(d, d)
-    r2 = ed.mul(r, r)
-    third = ed.c(1 / 3)
-    p1 = r
-    p2 = ed.sub(third, ed.mul(r2, ed.c(2 / 3)))
-    p3 = ed.mul(r, ed.add(ed.c(-0.5), ed.mul(r2, third)))
-    p4 = ed.sub(ed.c(-0.1), ed.mul(r2, ed.add(ed.c(-0.4), ed.mul(r2, ed.c(2 / 15)))))
-    p5 = ed.add(ed.c(-2 / 9), ed.mul(r2, ed.c(2 / 45)))
-    p5 = ed.mul(r, ed.add(ed.c(1 / 6), ed.mul(r2, p5)))
-    p34 = ed.add(p3, ed.mul(d, p4))
-    p12 = ed.add(p1, ed.mul(d, p2))
-    y = ed.add(p12, ed.mul(d2, ed.add(p34, ed.mul(d2, p5))))
-    y = ed.add(erf_r, ed.mul(scale, ed.sub(d, ed.mul(d2, y))))
+    y = _erf_near(ed, erf_r, scale, r, d, to_d6=True)
     y = ed.select(ed.cmp("ogt", a, ed.c(_ERF_MAX)), ed.c(1.0), y)
     return ed.copysign(y, x)
 
 
-# f32: erf(x) = x * P(x^2) / Q(x^2) on |x| <= 3.92 (used below 0.5 only: its
-# ulps near erf = 1 flipped int casts of eager's +-1.0), a dozen FMAs and a division.
-# Fitted here (relative minimax by reweighted least squares, coefficients
-# rounded to f32 one at a time and the rest refitted): 5e-8 relative, and
-# evaluated in f32 at most 6 ulp from erf with FMA, 8 without (the sum of the
-# roundings near erf = 1). Beyond 3.92 erfc < 2^-25, so erf rounds to +-1.
-_ERF_F32_P = (
-    1.1283791065216064,
-    0.1906149685382843,
-    0.051595449447631836,
-    0.0036120139993727207,
-    0.00023012315796222538,
-)
-_ERF_F32_Q = (
-    1.0,
-    0.5022603869438171,
-    0.11315034329891205,
-    0.014491337351500988,
-    0.0010591500904411077,
-    2.3017699277261272e-05,
-    -1.1063915650311174e-07,
-)
-
-
+_ERF_F32_MAX = 4.0  # the f32 form reads the table up to r = 4 (k = 512)
+_ERF_F32_SHIFT = 2.0**16  # a + 2^16 rounds a <= 4 to a multiple of 2^(16-23) = 1/128
 _ERF_F32_ONE_FROM = 3.927734375
 _ERF_F32_BELOW_ONE = 1.0 - 2.0**-24  # the f32 just below 1
 
 
 def _erf_f32(em: Emitter, x: SSAValue) -> SSAValue:
-    """The f32 rational for |x| < 0.5; the f64 table form rounded to f32 beyond,
-    which is eager's value where the rational's ulps matter: near +-1,
-    `.to(int)` of its 0.99999994 is 0 where eager's 1.0 gives 1. (Both are
-    computed on every lane, as a vectorized loop does anyway; f32 and f64 fabs
-    may not share a function, so the test is in f64.)"""
+    """The f64 table form with r and d found in f32 (d = |x| - r is exact in
+    f32 too) and the sum rounded once to f32: correctly rounded (every f32
+    below 4.5 checked; the one exception, erf(1.8398030e-4), lies 2e-10 ulp
+    from a midpoint), but eager's values near +-1 (below). Only the sum is
+    f64, to d^5 (the d^6 term is below 2^-49 of erf for r <= 4): x widened
+    and reduced in f64, beside an f32 rational for |x| < 0.5 (every lane
+    computing both), took 1.6x this time, 1.35x eager's. The same sum in f32
+    (ARM's erff, 2 ulp) is faster again but not correctly rounded."""
     ed = em.other(f64)
-    xd = ed.ext(x, f64)
-    y = _erf_f64(ed, xd)
+    a = em.fabs(x)
+    shift = em.c(_ERF_F32_SHIFT)
+    # NaN and |x| > 4 read r = 4: their result is NaN or +-1 (selected below)
+    z = em.add_exact(em.select(em.cmp("ole", a, em.c(_ERF_F32_MAX)), a, em.c(_ERF_F32_MAX)), shift)
+    k = em.isub(em.bits(z), em.ci(float_bits(_ERF_F32_SHIFT, f32)))
+    at = em.shl(k, em.ci(1))
+    erf_r = table_load(ed, ERF_TABLE, at)
+    scale = table_load(ed, ERF_TABLE, em.iadd(at, em.ci(1)))
+    r = em.sub_exact(z, shift)
+    d = em.sub_exact(a, r)
+    y = _erf_near(ed, erf_r, scale, ed.ext(r, f64), ed.ext(d, f64), to_d6=False)
+    y = ed.trunc(y, f32)
     # Eager's f32 erf (MKL's) is +-1.0 exactly from |x| = 3.927734375 on and
     # 0.99999994 below, where the correctly rounded value is already 1.0 from
     # 3.9192: kept so, `.to(int)` of the result flips nowhere.
-    below_one = ed.and_(
-        ed.cmp("olt", ed.fabs(xd), ed.c(_ERF_F32_ONE_FROM)),
-        ed.cmp("ogt", ed.fabs(y), ed.c(_ERF_F32_BELOW_ONE)),
-    )
-    y = ed.select(below_one, ed.copysign(ed.c(_ERF_F32_BELOW_ONE), xd), y)
-    wide = ed.trunc(y, f32)
-    z = em.mul(x, x)
-    r = em.div(em.mul(x, em.horner(z, _ERF_F32_P)), em.horner(z, _ERF_F32_Q))
-    small = ed.cmp("olt", ed.fabs(xd), ed.c(0.5))
-    return em.select(small, r, wide)
+    y = em.select(em.cmp("ogt", y, em.c(_ERF_F32_BELOW_ONE)), em.c(_ERF_F32_BELOW_ONE), y)
+    y = em.select(em.cmp("oge", a, em.c(_ERF_F32_ONE_FROM)), em.c(1.0), y)
+    return em.copysign(y, x)
 
 
 def erf(em: Emitter, x: SSAValue) -> SSAValue:

@@ -116,20 +116,31 @@ func.func @cos_full_f64(%x: f64) -> f64 {
 
 // -----
 
-// f32 erf: the f64 table form rounded once to f32 (correctly rounded near +-1,
-// as eager), and below |x| = 0.5 the f32 rational x * P(x^2) / Q(x^2).
+// f32 erf: r = |x| rounded to 1/128 and d = |x| - r found in f32 (no fpext of
+// x), erf(r) and its slope read from the f64 table, the Taylor sum in f64
+// rounded once to f32 (no division); eager's 0.99999994 below |x| = 3.927734375
+// and +-1.0 from there.
 // CHECK-LABEL: func.func @erf_f32
 // CHECK-SAME:    (%[[X:.*]]: f32)
-// CHECK:         %[[XD:.*]] = llvm.fpext %[[X]] : f32 to f64
+// CHECK:         %[[A:.*]] = llvm.intr.fabs(%[[X]]) : (f32) -> f32
+// CHECK:         %[[SHIFT:.*]] = llvm.mlir.constant(6.553600e+04 : f32) : f32
+// CHECK-NOT:     llvm.fpext
+// CHECK:         llvm.mlir.addressof @__fusec_erf_table : !llvm.ptr
 // CHECK:         llvm.load %{{.*}} : !llvm.ptr -> f64
-// CHECK:         %[[WIDE:.*]] = llvm.fptrunc %{{.*}} : f64 to f32
-// CHECK:         %[[Z:.*]] = llvm.fmul %[[X]], %[[X]] {fastmathFlags = #llvm.fastmath<contract>} : f32
-// CHECK:         %[[R:.*]] = llvm.fdiv %{{.*}}, %{{.*}} : f32
-// CHECK:         %[[HALF:.*]] = llvm.mlir.constant(5.000000e-01 : f64) : f64
-// CHECK:         %[[SMALL:.*]] = llvm.fcmp "olt" %{{.*}}, %[[HALF]] : f64
-// CHECK:         %[[Y:.*]] = llvm.select %[[SMALL]], %[[R]], %[[WIDE]] : i1, f32
+// CHECK:         llvm.load %{{.*}} : !llvm.ptr -> f64
+// CHECK:         %[[R:.*]] = llvm.fsub %{{.*}}, %[[SHIFT]] : f32
+// CHECK:         %[[D:.*]] = llvm.fsub %[[A]], %[[R]] : f32
+// CHECK:         llvm.fpext %[[R]] : f32 to f64
+// CHECK:         llvm.fpext %[[D]] : f32 to f64
+// CHECK-NOT:     llvm.fdiv
+// CHECK:         %[[Y:.*]] = llvm.fptrunc %{{.*}} : f64 to f32
+// CHECK:         %[[BELOW:.*]] = llvm.mlir.constant(0.99999994 : f32) : f32
+// CHECK:         llvm.select %{{.*}}, %[[BELOW]], %[[Y]] : i1, f32
+// CHECK:         %[[FROM:.*]] = llvm.mlir.constant(3.92773438 : f32) : f32
+// CHECK:         llvm.fcmp "oge" %[[A]], %[[FROM]] : f32
+// CHECK:         %[[S:.*]] = llvm.intr.copysign(%{{.*}}, %[[X]]) : (f32, f32) -> f32
 // CHECK-NOT:     llvm.call
-// CHECK:         func.return %[[Y]] : f32
+// CHECK:         func.return %[[S]] : f32
 // CHECK:         llvm.mlir.global private constant @__fusec_erf_table
 func.func @erf_f32(%x: f32) -> f32 {
   %y = math.erf %x : f32
