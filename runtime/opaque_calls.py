@@ -136,22 +136,17 @@ def call_from_data(d: Any) -> OpaqueCall:
             None if kept is None else tuple(int(i) for i in kept),
             bool(d["nested"]),
         )
+    except NotData:
+        raise
     except (KeyError, TypeError, ValueError, AttributeError, ImportError) as e:
-        if isinstance(e, NotData):
-            raise
         raise NotData(f"malformed opaque call: {type(e).__name__}: {e}") from None
 
 
 def _target_to_data(kind: str, target: Any) -> Any:
-    if kind in ("call_module", "call_method"):
-        if not isinstance(target, str):
-            raise NotData(f"a {kind} target that is not a name: {target!r}")
-        return target
     if kind != "call_function":
-        raise NotData(f"an opaque call of kind {kind!r}")
+        return _target_from_data(kind, target)  # a submodule's path, a method's name
     if isinstance(target, torch._ops.OpOverload):
-        d = {"op": target._schema.name, "overload": target._overloadname}
-        return d
+        return {"op": target._schema.name, "overload": target._overloadname}
     module = getattr(target, "__module__", None)
     # A builtin's qualified name may be its class's (`torch.cumsum`:
     # `_VariableFunctionsClass.cumsum`), where the module has it by its plain name.

@@ -221,6 +221,17 @@ def program_key(gm: Any, args: Any, pipeline: str, name: str) -> str | None:
     return graph_key(gm, args, (fingerprint(), pipeline, name))
 
 
+def describe_target(target: Any) -> str:
+    """What an fx node calls, by name: an ATen overload as `aten.mm.default` (its
+    qualified name, `aten::mm`, leaves out the overload), a function by module
+    and qualified name."""
+    import torch
+
+    if isinstance(target, str | torch._ops.OpOverload):
+        return str(target)
+    return f"{getattr(target, '__module__', '')}.{getattr(target, '__qualname__', target)!s}"
+
+
 def describe_value(v: Any, exact: bool = True) -> str | None:
     """How one argument keys a cached program: a tensor by dtype, device, autograd
     flag and its exact shape and strides (or, `exact=False`, its size-1 pattern and
@@ -273,8 +284,7 @@ def graph_key(
         if node.op == "call_module":
             parts.append(f"{node.target}={gm.get_submodule(node.target)!r}")
         elif node.op == "call_function":
-            t = node.target
-            parts.append(f"{getattr(t, '__module__', '')}.{getattr(t, '__qualname__', t)!s}")
+            parts.append(describe_target(node.target))
         elif node.op == "placeholder" and placeholder_shapes:
             recorded = node.meta.get("val", node.meta.get("example_value"))
             parts.append(str(getattr(recorded, "shape", type(recorded).__name__)))

@@ -48,20 +48,12 @@ OpaqueFromData = Callable[[Any], Callable[..., tuple[Any, ...]]]
 """An opaque call's data -> the step's function (`NotData`: not to be had)."""
 
 
-def _no_opaque_data(node: str) -> Any:
-    raise NotData(f"the opaque step of {node} cannot be written as data")
-
-
-def _no_opaque_call(data: Any) -> Callable[..., tuple[Any, ...]]:
-    raise NotData("an opaque step, and no way to make it")
-
-
 class NotData(ValueError):
     """The program cannot be written as data, or the data is not a program."""
 
 
 def program_to_data(
-    program: HostProgram, kernel_key: KernelKey, opaque_data: OpaqueData = _no_opaque_data
+    program: HostProgram, kernel_key: KernelKey, opaque_data: OpaqueData
 ) -> dict[str, Any]:
     """`program` as JSON data (`NotData` if a step cannot be written); an opaque
     step is what `opaque_data` makes of its node."""
@@ -134,7 +126,7 @@ def _check_from_data(d: Any) -> InputCheck:
 
 
 def program_from_data(
-    data: Any, kernel_by_key: KernelByKey, opaque_call: OpaqueFromData = _no_opaque_call
+    data: Any, kernel_by_key: KernelByKey, opaque_call: OpaqueFromData
 ) -> HostProgram:
     """The program `program_to_data` wrote; `NotData` if `data` is malformed or a
     kernel or opaque call it names is not to be had."""

@@ -33,6 +33,7 @@ from typing import Any
 
 import torch.fx
 import torch.utils._pytree as pytree
+from fusec.runtime import program_cache
 from torch._functorch.partitioners import (
     get_default_op_list,
     min_cut_rematerialization_partition,
@@ -46,7 +47,7 @@ def fusec_partition(
     """AOTAutograd's `partition_fn`: min-cut, then min-cut again with the
     recomputations `wasteful_recomputations` finds saved instead. The marks are
     kept in the warm-start cache (kind "partition"), keyed by the joint graph's
-    code and inputs: a process that partitions that graph again marks them first
+    nodes and inputs: a process that partitions that graph again marks them first
     and runs min-cut once (a tenth of an unrolled LSTM's warm first call)."""
     key = _marks_key(joint_module, joint_inputs, kwargs)
     known = _load_marks(key) if key is not None else None
@@ -76,8 +77,6 @@ def _marks_key(joint_module: torch.fx.GraphModule, joint_inputs: Any, kwargs: An
     """The cache key of a partition: the compiler's fingerprint, the joint
     graph's nodes, its inputs' dtypes, sizes and strides (symbolic ones by name)
     and min-cut's options; None with the cache off."""
-    from fusec.runtime import program_cache
-
     if not program_cache.enabled():
         return None
     inputs = [
@@ -101,7 +100,7 @@ def _graph_text(graph: torch.fx.Graph) -> str:
         return _Ref(n.name)
 
     return "\n".join(
-        f"{n.op} {n.name} {_target_name(n.target)} "
+        f"{n.op} {n.name} {program_cache.describe_target(n.target)} "
         f"{torch.fx.node.map_arg(n.args, name)!r} {torch.fx.node.map_arg(n.kwargs, name)!r}"
         for n in graph.nodes
     )
@@ -114,15 +113,7 @@ class _Ref(str):
         return f"%{self}"
 
 
-def _target_name(target: Any) -> str:
-    if isinstance(target, str | torch._ops.OpOverload):
-        return str(target)  # an overload's qualified name leaves out the overload
-    return f"{getattr(target, '__module__', '')}.{getattr(target, '__qualname__', target)!s}"
-
-
 def _load_marks(key: str) -> list[str] | None:
-    from fusec.runtime import program_cache
-
     entry = program_cache.load("partition", key)
     try:
         names = json.loads(entry[1]) if entry is not None else None
@@ -134,8 +125,6 @@ def _load_marks(key: str) -> list[str] | None:
 
 
 def _store_marks(key: str, names: list[str]) -> None:
-    from fusec.runtime import program_cache
-
     program_cache.store("partition", key, json.dumps(names).encode())
 
 

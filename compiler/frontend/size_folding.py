@@ -167,4 +167,3 @@ def is_legacy_empty(node: torch.fx.Node, value: Any) -> bool:
         and bool(node.users)
         and all(u.op == "call_function" and u.target in CAT_TARGETS for u in node.users)
     )
-
