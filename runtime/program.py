@@ -73,6 +73,10 @@ class Step:
     """What the step was made from, for `fusec.runtime.program_data`: ("torch",
     OpInfo), ("opaque", node name), ("kernel", group op, its body's program
     thunk), ("group", body program), ("guard", checks, name), ("if",)."""
+    at: int = -1
+    """The index of the op it runs among its block's ops (-1: not known): which
+    op a step is, now that steps may be dropped (views made from a root's
+    sizes and strides need no step of their own)."""
 
 
 @dataclass

@@ -80,6 +80,7 @@ def _step_to_data(step: Step, kernel_key: KernelKey, opaque_data: OpaqueData) ->
         "name": step.name,
         "ins": list(step.ins),
         "outs": list(step.outs),
+        "at": step.at,
     }
     recipe = step.recipe
     what = recipe[0] if isinstance(recipe, tuple) and recipe else None
@@ -195,7 +196,7 @@ class _Loader:
             fn, recipe = self.opaque_call(d["call"]), ("opaque", str(d["node"]))
         else:
             raise NotData(f"unknown step kind {kind!r}")
-        return Step(fn, ins, outs, (), kind, name, branches, recipe)
+        return Step(fn, ins, outs, (), kind, name, branches, recipe, int(d.get("at", -1)))
 
 
 def _check_kernel_step(kernel: Any, ins: tuple[int, ...], outs: tuple[int, ...]) -> None:

@@ -418,13 +418,27 @@ def _passing_guards(program: Any, arg_specs: Sequence[Any], exact: bool) -> froz
     return frozenset(passing)
 
 
-_PERMUTING = ("aten.transpose", "aten.permute")
+_PERMUTING = ("transpose", "permute", "reinterpret")
+"""The torch step kinds whose result's key part follows from their input's."""
+
+
+def _contiguous(sizes: Sequence[int], strides: Sequence[int]) -> bool:
+    """`Tensor.is_contiguous()` of these sizes and strides."""
+    expected = 1
+    for size, stride in zip(reversed(sizes), reversed(strides), strict=True):
+        if size == 0:
+            return True
+        if size != 1 and stride != expected:
+            return False
+        expected *= size
+    return True
 
 
 def _view_specs(program: Any, arg_specs: Sequence[Any]) -> dict[int, Any]:
     """Key parts by slot: the arguments' own, and what the key implies of a
     top-level transpose or permute of a tensor argument (its sizes reordered,
-    its contiguity unknown: only `layout=any` guards of it pass). A transposed
+    its contiguity unknown: only `layout=any` guards of it pass) or of a view of
+    one made from sizes and strides (both known). A transposed
     input's guard then no longer runs per call:
 
         %t = aten.transpose %a dim0 = 0 dim1 = 1     # a: f32[64,32], key-checked
@@ -434,7 +448,7 @@ def _view_specs(program: Any, arg_specs: Sequence[Any]) -> dict[int, Any]:
     specs = {slot: arg_specs[i] for i, slot in enumerate(program.arg_slots)}
     for step in program.steps:
         recipe = step.recipe
-        if not (step.kind == "torch" and recipe and recipe[1].name in _PERMUTING):
+        if not (step.kind == "torch" and recipe and recipe[1].step.kind in _PERMUTING):
             continue
         if len(step.ins) != 1 or len(step.outs) != 1 or step.ins[0] not in specs:
             continue
@@ -443,6 +457,12 @@ def _view_specs(program: Any, arg_specs: Sequence[Any]) -> dict[int, Any]:
             continue
         dtype, device, shape, _, rest = spec
         rank, op = len(shape), recipe[1]
+        if op.step.kind == "reinterpret":
+            # A view made from sizes and strides (exact shapes): both are known.
+            ((sizes, strides, _),) = op.prop("views")
+            contiguous = _contiguous(sizes, strides)
+            specs[step.outs[0]] = TensorSpec(dtype, device, tuple(sizes), contiguous, rest)
+            continue
         if rank == 0:
             continue
         if op.name == "aten.transpose":

@@ -248,7 +248,18 @@ class Specializing:
         from fusec.api.warm_start import facts_of
         from fusec.codegen.host_program import build_program
 
-        program = build_program(imported.func, kernels, opaque)
+        # Exact shapes and the arguments' contiguity are in this specialization's
+        # key: the program may bake views' strides (`fusec.codegen.view_layouts`).
+        contiguous = [
+            src[0] == "arg"
+            and isinstance(args[src[1]], torch.Tensor)
+            and args[src[1]].is_contiguous()
+            for src in imported.inputs
+            if src[0] != "skip"
+        ]
+        program = build_program(
+            imported.func, kernels, opaque, imported.shape_dependent, contiguous
+        )
         program.group_key = group_key
         if tracing:
             structured_trace.artifact("fusec_fused_ir", lambda: str(module), self.compile_id)

@@ -20,6 +20,7 @@ of its body through PyTorch; `fusion.guard` becomes a check of precomputed
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 from collections.abc import Callable, Sequence
@@ -27,6 +28,14 @@ from typing import Any
 
 import torch
 from fusec.codegen.torch_ops import has_torch_callable, op_info, torch_dtype
+from fusec.codegen.view_layouts import (
+    VIEW_OPS,
+    Layout,
+    makes_root,
+    root_layout,
+    static_shape,
+    view_layouts,
+)
 from fusec.dialects.aten import OpaqueOp
 from fusec.dialects.fusion import GroupOp, GuardOp, YieldOp
 from fusec.runtime.program import (
@@ -41,7 +50,7 @@ from fusec.runtime.program import (
     if_fn,
     kernel_fn,
 )
-from fusec.runtime.torch_steps import step_callable
+from fusec.runtime.torch_steps import LEARN_VIEW, OpInfo, TorchStep, dtype_name, step_callable
 from xdsl.dialects import arith, func, scf
 from xdsl.dialects.builtin import FloatAttr, FunctionType, IntegerAttr, TensorType
 from xdsl.ir import Block, Operation, Region, SSAValue
@@ -68,18 +77,28 @@ def _constant_value(op: arith.ConstantOp) -> Any:
 
 
 class _Builder(RootHolder):
-    def __init__(self, kernels: KernelProvider, opaque: OpaqueProvider):
+    def __init__(
+        self,
+        kernels: KernelProvider,
+        opaque: OpaqueProvider,
+        exact_shapes: bool = False,
+        contiguous_args: Sequence[bool] = (),
+    ):
         self.kernels = kernels
         self.opaque = opaque
+        self.exact_shapes = exact_shapes
+        self.contiguous_args = contiguous_args
 
     def build(
         self,
         block: Block,
         returned: Sequence[SSAValue],
         args: Sequence[SSAValue] | None = None,
+        contiguous_results: bool = False,
     ) -> HostProgram:
         """The program of `block`; `args` (default: the block's arguments) are the
-        values it takes, e.g. what an `scf.if` region uses from outside."""
+        values it takes, e.g. what an `scf.if` region uses from outside.
+        `contiguous_results` makes its results contiguous (a copy where they are not)."""
         slot: dict[SSAValue, int] = {}
 
         def new(v: SSAValue) -> int:
@@ -89,7 +108,15 @@ class _Builder(RootHolder):
         arg_slots = tuple(new(a) for a in (block.args if args is None else args))
         consts: dict[int, Any] = {}
         steps: list[Step] = []
-        for op in block.ops:
+        layouts: dict[SSAValue, Layout] = {}
+        if self.exact_shapes and args is None:
+            for a, contiguous in zip(block.args, self.contiguous_args, strict=False):
+                lay = root_layout(a) if contiguous else None
+                if lay is not None:
+                    layouts[a] = lay
+        from_args = set(layouts)
+        out_values = set(returned)
+        for at, op in enumerate(block.ops):
             if isinstance(op, func.ReturnOp | YieldOp | scf.YieldOp):
                 break
             if isinstance(op, arith.ConstantOp):
@@ -97,14 +124,116 @@ class _Builder(RootHolder):
                 continue
             branches: tuple[HostProgram, ...] = ()
             if isinstance(op, scf.IfOp):
-                fn, ins, branches = self.if_step(op, slot)
+                wanted = self.exact_shapes and _kernels_then(op)
+                fn, ins, branches, roots = self.if_step(op, slot, wanted)
                 kind, recipe = "if", ("if",)
+                if roots:
+                    for r in op.results:
+                        lay = root_layout(r)
+                        if lay is not None:
+                            layouts[r] = lay
             else:
-                ins = tuple(slot[o] for o in op.operands)
-                fn, kind, recipe = self.step_fn(op)
+                view = self.view_step(op, layouts, slot, out_values, from_args)
+                if view is not None:
+                    fn, ins, kind, recipe = view
+                else:
+                    ins = tuple(slot[o] for o in op.operands)
+                    fn, kind, recipe = self.step_fn(op)
+                    if self.exact_shapes and makes_root(op, kind):
+                        for r in op.results:
+                            lay = root_layout(r)
+                            if lay is not None:
+                                layouts[r] = lay
             outs = tuple(new(r) for r in op.results)
-            steps.append(Step(fn, ins, outs, (), kind, _step_name(op), branches, recipe))
-        return assemble(len(slot), arg_slots, consts, steps, tuple(slot[v] for v in returned))
+            steps.append(Step(fn, ins, outs, (), kind, _step_name(op), branches, recipe, at))
+        out_slots = tuple(slot[v] for v in returned)
+        if contiguous_results and out_slots:
+            info = OpInfo(
+                "contiguous",
+                {},
+                (True,) * len(out_slots),
+                (None,) * len(out_slots),
+                (None,) * len(out_slots),
+                None,
+                TorchStep("contiguous"),
+            )
+            made = tuple(range(len(slot), len(slot) + len(out_slots)))
+            steps.append(
+                Step(
+                    step_callable(info),
+                    out_slots,
+                    made,
+                    (),
+                    "torch",
+                    "contiguous",
+                    (),
+                    ("torch", info),
+                )
+            )
+            out_slots = made
+            return assemble(
+                len(slot) + len(made),
+                arg_slots,
+                consts,
+                _drop_unused_views(steps, out_slots),
+                out_slots,
+            )
+        return assemble(
+            len(slot), arg_slots, consts, _drop_unused_views(steps, out_slots), out_slots
+        )
+
+    def view_step(
+        self,
+        op: Operation,
+        layouts: dict[SSAValue, Layout],
+        slot: dict[SSAValue, int],
+        out_values: set[SSAValue],
+        from_args: set[SSAValue],
+    ) -> tuple[Callable[..., Sequence[Any]], tuple[int, ...], str, Any] | None:
+        """A view op whose input's layout is known, as a `reinterpret` step over
+        its root (`fusec.codegen.view_layouts`); None to run it as it is."""
+        if not self.exact_shapes or not isinstance(op, VIEW_OPS):
+            return None
+        x = layouts.get(op.operands[0])
+        got = view_layouts(op, x) if x is not None else None
+        if x is None or got is None:
+            return self.learned_view(op, slot, out_values, from_args)
+        layouts.update(zip(op.results, got, strict=True))
+        if x.root in from_args and any(r in out_values for r in op.results):
+            # A view of an argument that leaves the program keeps eager's `_base`
+            # and `requires_grad`, which a reinterpreted tensor has not.
+            return None
+        info = OpInfo(
+            op.name,
+            {"views": [[list(v.sizes), list(v.strides), v.offset] for v in got]},
+            (True,),
+            (len(x.sizes),),
+            tuple(dtype_name(torch_dtype(r.type)) for r in op.results),
+            None,
+            TorchStep("reinterpret"),
+        )
+        return step_callable(info), (slot[x.root],), "torch", ("torch", info)
+
+    def learned_view(
+        self,
+        op: Operation,
+        slot: dict[SSAValue, int],
+        out_values: set[SSAValue],
+        from_args: set[SSAValue],
+    ) -> tuple[Callable[..., Sequence[Any]], tuple[int, ...], str, Any] | None:
+        """A view op of static shapes whose input's layout is not known when the
+        program is built (an opaque op's result): its step learns the views'
+        strides from its first call and makes them again from those while the
+        input's strides stay the same (`torch_steps.learned`)."""
+        shapes = [static_shape(v.type) for v in (*op.operands, *op.results)]
+        if any(s is None or not s for s in shapes):
+            return None
+        if _from_argument(op.operands[0]) and any(r in out_values for r in op.results):
+            return None  # eager's `_base` and `requires_grad`, as in `view_step`
+        info = op_info(op)
+        info = dataclasses.replace(info, props={**info.props, LEARN_VIEW: True})
+        ins = (slot[op.operands[0]],)
+        return step_callable(info), ins, "torch", ("torch", info)
 
     def step_fn(self, op: Operation) -> tuple[Callable[..., Sequence[Any]], str, Any]:
         """A step's function, kind and recipe."""
@@ -131,20 +260,67 @@ class _Builder(RootHolder):
         return step_callable(info), "torch", ("torch", info)
 
     def if_step(
-        self, op: scf.IfOp, slot: dict[SSAValue, int]
-    ) -> tuple[Callable[..., Sequence[Any]], tuple[int, ...], tuple[HostProgram, ...]]:
+        self, op: scf.IfOp, slot: dict[SSAValue, int], roots: bool = False
+    ) -> tuple[Callable[..., Sequence[Any]], tuple[int, ...], tuple[HostProgram, ...], bool]:
+        """An `scf.if` step, and whether its results are roots: asked for (`roots`)
+        and its then-program all kernels, its else-program's results are made
+        contiguous, as the kernels make theirs, so the step's results have one
+        layout whichever branch ran."""
         if len(op.false_region.blocks) != 1:
             raise UnsupportedProgram("scf.if without an else-region")
         captured = _captures(op.true_region, op.false_region)
-        then, other = (
-            self.build(r.block, list(_yielded(r)), captured)
-            for r in (op.true_region, op.false_region)
-        )
+        then = self.build(op.true_region.block, list(_yielded(op.true_region)), captured)
+        roots = roots and all(s.kind == "kernel" for s in then.steps)
+        other = self.build(op.false_region.block, list(_yielded(op.false_region)), captured, roots)
         return (
             if_fn(then, other, self),
             (slot[op.cond], *(slot[v] for v in captured)),
             (then, other),
+            roots,
         )
+
+
+def _from_argument(v: SSAValue) -> bool:
+    """Whether `v` is a block argument or a view of one."""
+    while isinstance(v.owner, Operation) and isinstance(v.owner, VIEW_OPS):
+        v = v.owner.operands[0]
+    return not isinstance(v.owner, Operation)
+
+
+def _kernels_then(op: scf.IfOp) -> bool:
+    """Whether the then-region of a guarded group is kernels whose results are
+    roots (`view_layouts.makes_root`), yielded as they are."""
+    ops = [o for o in op.true_region.block.ops if not isinstance(o, scf.YieldOp)]
+    made = {r for o in ops for r in o.results}
+    return (
+        bool(ops)
+        and all(isinstance(o, GroupOp) and makes_root(o, "kernel") for o in ops)
+        and all(v in made for v in _yielded(op.true_region))
+    )
+
+
+_VIEW_KINDS = frozenset(
+    ("reinterpret", "reshape", "transpose", "permute", "squeeze", "unsqueeze", "expand")
+    + ("slice", "narrow", "split", "chunk")
+)
+"""Torch step kinds that only make views (or a reshape's copy): nothing but
+their results is lost when those go unused."""
+
+
+def _drop_unused_views(steps: list[Step], out_slots: tuple[int, ...]) -> list[Step]:
+    """`steps` less the view steps whose results nothing reads: the views a chain
+    of `reinterpret` steps skips over."""
+    used = set(out_slots)
+    kept: list[Step] = []
+    for step in reversed(steps):
+        recipe = step.recipe
+        view = step.kind == "torch" and recipe is not None and recipe[1].step.kind in _VIEW_KINDS
+        if view and not used.intersection(step.outs):
+            continue
+        used.update(step.ins)
+        kept.append(step)
+    kept.reverse()
+    return kept
 
 
 def input_check(t: Any, spec: Any) -> InputCheck:
@@ -216,13 +392,19 @@ def build_program(
     function: func.FuncOp,
     kernels: KernelProvider,
     opaque: OpaqueProvider,
+    exact_shapes: bool = False,
+    contiguous_args: Sequence[bool] = (),
 ) -> HostProgram:
-    """The host program of `function`; groups get their kernels from `kernels`."""
+    """The host program of `function`; groups get their kernels from `kernels`.
+    A program for `exact_shapes` (never run at other sizes) makes the views it
+    can from sizes and strides (`fusec.codegen.view_layouts`), starting from
+    kernel and matrix-product results and the arguments `contiguous_args` says
+    are contiguous."""
     block = function.body.block
     ret = block.last_op
     if not isinstance(ret, func.ReturnOp):
         raise UnsupportedProgram("function does not end with func.return")
-    builder = _Builder(kernels, opaque)
+    builder = _Builder(kernels, opaque, exact_shapes, contiguous_args)
     program = builder.root = builder.build(block, list(ret.arguments))
     return program
 

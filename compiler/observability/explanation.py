@@ -62,6 +62,9 @@ class OpReport:
     group: str | None = None
     inputs: list[str] = field(default_factory=list)
     """Ids of the ops (or `arg:<name>`) whose results it reads."""
+    at: int = -1
+    """For an op of the function's own block, its index there (as the host
+    program's `Step.at`)."""
 
     def label(self) -> str:
         where = f" ({self.source})" if self.source is not None else ""
@@ -255,7 +258,7 @@ def module_report(
             GroupReport(gname, ops, canonical_key(group).digest, record, guard is not None, failure)
         )
 
-    for op in fn.body.block.ops:
+    for at, op in enumerate(fn.body.block.ops):
         if isinstance(op, arith.ConstantOp | GuardOp):
             continue
         if isinstance(op, func.ReturnOp):
@@ -276,6 +279,7 @@ def module_report(
                     ids[res] = ids[val]
             continue
         rep = op_report(op, None)
+        rep.at = at
         rep.remark = remarks.get(op) or _remark_without_fuse(op)
         report.unfused.append(rep)
     # A group that could not get a kernel, or whose guard failed, ran its ops unfused.
