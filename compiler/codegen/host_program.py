@@ -147,40 +147,23 @@ class _Builder(RootHolder):
             outs = tuple(new(r) for r in op.results)
             steps.append(Step(fn, ins, outs, (), kind, _step_name(op), branches, recipe, at))
         out_slots = tuple(slot[v] for v in returned)
+        n_slots = len(slot)
         if contiguous_results and out_slots:
+            n = len(out_slots)
             info = OpInfo(
                 "contiguous",
                 {},
-                (True,) * len(out_slots),
-                (None,) * len(out_slots),
-                (None,) * len(out_slots),
+                (True,) * n,
+                (None,) * n,
+                (None,) * n,
                 None,
                 TorchStep("contiguous"),
             )
-            made = tuple(range(len(slot), len(slot) + len(out_slots)))
-            steps.append(
-                Step(
-                    step_callable(info),
-                    out_slots,
-                    made,
-                    (),
-                    "torch",
-                    "contiguous",
-                    (),
-                    ("torch", info),
-                )
-            )
-            out_slots = made
-            return assemble(
-                len(slot) + len(made),
-                arg_slots,
-                consts,
-                _drop_unused_views(steps, out_slots),
-                out_slots,
-            )
-        return assemble(
-            len(slot), arg_slots, consts, _drop_unused_views(steps, out_slots), out_slots
-        )
+            made = tuple(range(n_slots, n_slots + n))
+            fn = step_callable(info)
+            steps.append(Step(fn, out_slots, made, (), "torch", "contiguous", (), ("torch", info)))
+            out_slots, n_slots = made, n_slots + n
+        return assemble(n_slots, arg_slots, consts, _drop_unused_views(steps, out_slots), out_slots)
 
     def view_step(
         self,
