@@ -504,6 +504,25 @@ def test_column_sums_beside_their_pointwise_input(shape, dtype):
     check(gelu_backward_and_bias_grads, [g, x, w], launches=1)
 
 
+def test_bias_grad_joins_the_weight_grad_kernel():
+    """A column sum of an argument (a layer norm's bias gradient, whose input a
+    matmul produced) joins the kernel that sums the same tensor's product (the
+    weight gradient): one kernel, and no sum left to PyTorch."""
+    torch.manual_seed(18)
+
+    def grads(g, h):
+        return (g * h).sum((0, 1)), g.sum((0, 1))
+
+    g, h = torch.randn(4, 37, 192), torch.randn(4, 37, 192)
+    f = check(grads, [g, h], launches=1)
+    # Top-level steps are two spaces in; the guard's fallback branch is deeper.
+    described = f.last.program.describe()
+    lines = [line for line in described.splitlines() if not line.startswith("   ")]
+    top = [line.split()[:2] for line in lines if line.startswith("  ")]
+    assert ["torch", "aten.sum:"] not in top, described
+    assert ["torch", "aten.squeeze:"] in top  # the check sees PyTorch's steps
+
+
 def test_column_reductions_split_over_threads(monkeypatch):
     """Threads' [begin, end) column ranges that are not multiples of the tile:
     every column is reduced once (kernels loaded with a launch priced at next to
