@@ -9,7 +9,10 @@ a producing group merges into its consuming group; the walk repeats until nothin
 changes. Constants are cloned into groups, `aten.chunk` joins when the group holds
 all its uses (`aten.transpose`/`aten.permute` too, into a group already formed),
 and a group never exceeds `arg-limit` inputs + outputs nor
-`max-group-ops` ops.
+`max-group-ops` ops. A reduction of a tensor no fusible op produces (an
+argument, a matmul's result) joins a reducing group over the same domain that
+reads that tensor (`sibling-reductions`: a layer norm's bias gradient beside
+its weight gradient).
 
     func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
       %0 = aten.exp %x : tensor<4xf32> -> tensor<4xf32>
@@ -274,6 +277,48 @@ class FuseSiblingsHorizontally(RewritePattern):
 
 
 @dataclass
+class FuseReductionIntoSibling(RewritePattern):
+    """A reduction whose input no fusible op produces (a function argument, a
+    matmul's result) joins a group that reads the same tensor and reduces over
+    the same domain, moving up to it: the tensor is read once, and the
+    reduction is no PyTorch call of its own. A layer norm's backward sums its
+    incoming gradient for the bias beside the weight gradient's group:
+
+        %gw = fusion.group (%a = %g, %b = %h) { %p = aten.mul %a, %b
+                                                aten.sum %p dims = [0, 1] keepdim = true }
+        %gb = aten.sum %g dims = [0, 1] keepdim = true
+        ->
+        %gb, %gw = fusion.group (%a = %g, %b = %h) { aten.sum %a dims = [0, 1] ...
+                                                     %p = aten.mul %a, %b ; aten.sum %p ... }
+
+    (A reduction whose input a fusible op produces fuses with that producer
+    instead; `horizontal` joins pointwise siblings too.)
+    """
+
+    state: FusionState
+    rejections: RejectionLog | None = None
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        block = op.parent_block()
+        if block is None or in_group(op) or not is_fusible_reduction(op):
+            return
+        value = op.operands[0]
+        if isinstance(value, OpResult) and value.op.parent is block:
+            if _is_producer_for(op, value.op):
+                return
+        domain = fusion_shape(op, self.state.fusion_shapes)
+        for use in list(value.uses):
+            sib = block.find_ancestor_op_in_block(use.operation)
+            if not isinstance(sib, GroupOp) or sib is op or not self.state.reduces(sib):
+                continue
+            theirs = fusion_shape(sib, self.state.fusion_shapes)
+            if domain is None or theirs is None or theirs.domain != domain.domain:
+                continue
+            if try_fuse(sib, op, rewriter, self.state, None, self.rejections):
+                return
+
+
+@dataclass
 class WrapSingleOpInGroup(RewritePattern):
     """Put every pointwise op in a group of its own (only with `singleton-groups`).
 
@@ -292,7 +337,7 @@ class WrapSingleOpInGroup(RewritePattern):
 class FusePass(ModulePass):
     """Form `fusion.group`s of pointwise work (see the module docstring).
 
-    fusec-opt -p 'fuse{arg-limit=128 max-group-ops=512 horizontal=false singleton-groups=false}'
+    fusec-opt -p 'fuse{arg-limit=128 max-group-ops=512 horizontal=false singleton-groups=false sibling-reductions=true}'
     """
 
     name = "fuse"
@@ -311,6 +356,10 @@ class FusePass(ModulePass):
     horizontal: bool = field(default=False)
     """Also fuse siblings that read the same tensor."""
 
+    sibling_reductions: bool = field(default=True)
+    """A reduction of an unfused tensor joins a reducing group over the same
+    domain that reads it (`FuseReductionIntoSibling`)."""
+
     singleton_groups: bool = field(default=False)
     """Give pointwise ops that fuse with nothing a group of their own."""
 
@@ -327,6 +376,8 @@ class FusePass(ModulePass):
         patterns.append(FuseProducerIntoConsumer(state, rejections))
         if self.horizontal:
             patterns.append(FuseSiblingsHorizontally(state, rejections))
+        if self.sibling_reductions:
+            patterns.append(FuseReductionIntoSibling(state, rejections))
 
         def next_walk(_region: object, _listener: object) -> bool:
             state.new_walk()

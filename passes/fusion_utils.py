@@ -236,10 +236,12 @@ class FusionState:
         return min(firsts, key=lambda f: f[0])[1] if firsts else None
 
     def crosses_write(self, producer: Operation, consumer: Operation) -> bool:
-        """Would moving `producer` down to `consumer` carry a read of a tensor past an
-        `aten.copy_` that may write it? (Ops only ever move down, into a later
-        consumer's group, so no read moves up before a write.) Writes never move, so
-        their positions are collected once per block."""
+        """Would moving `producer` to `consumer` carry a read of a tensor past an
+        `aten.copy_` that may write it? Ops move down, into a later consumer's
+        group, except a reduction that moves up into a sibling's group
+        (`fuse.FuseReductionIntoSibling`): then the writes between the two count
+        as well. Writes never move, so their positions are collected once per
+        block."""
         block = consumer.parent_block()
         assert block is not None
         writes = self._writes.get(block)
@@ -247,8 +249,9 @@ class FusionState:
             found = [(self.position(o), o) for o in block.ops if isinstance(o, CopyOp)]
             writes = self._writes[block] = ([p for p, _ in found], [o for _, o in found])
         positions, copies = writes
-        lo = bisect.bisect_right(positions, self.position(producer))
-        hi = bisect.bisect_left(positions, self.position(consumer))
+        first, last = sorted((self.position(producer), self.position(consumer)))
+        lo = bisect.bisect_right(positions, first)
+        hi = bisect.bisect_left(positions, last)
         if lo >= hi:
             return False
         reads = tensor_roots(producer.operands)

@@ -329,4 +329,7 @@ def test_fusec_opt_help_describes_fusec_passes():
     assert "fusec passes" in out and "--view-fusion-graph" in out
     for name in FUSEC_PASSES:
         assert f"\n  {name}\n" in out, name
-    assert "options: arg-limit=128 max-group-ops=512 horizontal=false\n        singleton-groups=false" in out
+    assert (
+        "options: arg-limit=128 max-group-ops=512 horizontal=false\n"
+        "        sibling-reductions=true singleton-groups=false"
+    ) in out

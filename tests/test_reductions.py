@@ -449,20 +449,23 @@ def _column_forms():
     }
 
 
-@pytest.mark.parametrize("cols", [1, 255, 256, 257, 600])
+@pytest.mark.parametrize("cols", [1, 255, 256, 257, 600, 2049, 4097, 8193, 16385])
 def test_column_reductions_accumulate_tiles_row_by_row(cols):
-    """One-stage column reductions (`RowAccumulators`): tiles of 256 columns,
-    column counts on and around the tile size, every kind (Welford's three
+    """One-stage column reductions (`RowAccumulators`): tiles of as many
+    columns as 64 KiB of accumulators hold (`column_tile`: 16384 for one f32
+    sum, 4096 for Welford's three), column counts around them (one past a tile:
+    a second tile of one column), every kind (Welford's three
     accumulators, max's NaN flag: a NaN in one column), several reductions in a
     stage, full outputs beside row outputs, a row operand; contiguous, transposed
     (the strided version) and row-broadcast operands."""
     torch.manual_seed(cols)
-    x = torch.randn(33, cols)
+    x = torch.randn(33 if cols < 2000 else 9, cols)
     x[5, cols // 2] = float("nan")
     w = torch.randn(cols)
     for name, fn in _column_forms().items():
         args = [x, w] if name == "row input" else [x]
-        for first in (x, torch.randn(cols, 33).t(), torch.randn(33, 1).expand(33, cols)):
+        rows = x.shape[0]
+        for first in (x, torch.randn(cols, rows).t(), torch.randn(rows, 1).expand(rows, cols)):
             f = check(fn, [first, *args[1:]])
             assert f.launches_per_call >= 1, (name, f.last.program.describe())
 
@@ -478,6 +481,46 @@ def test_column_reductions_of_other_dtypes_and_ranks():
     check(lambda x: torch.exp(x).sum(1), [x3], launches=1)
     check(lambda x: (x * x).sum((0, 1)), [x3], launches=1)
     check(lambda x: (x - 1).sum(1), [x3.transpose(0, 1)], launches=1)
+
+
+def gelu_backward_and_bias_grads(g, x, w):
+    """A transformer MLP's backward tail: GELU's gradient, its column sum (the
+    bias gradient) and a second one of a product (a weight gradient's form)."""
+    d = torch.ops.aten.gelu_backward(g, x)
+    lead = tuple(range(d.dim() - 1))
+    return d, d.sum(lead, keepdim=True), (d * w).sum(lead)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("shape", [(2048, 300), (37, 1027), (3, 45, 769), (8, 64, 512)])
+def test_column_sums_beside_their_pointwise_input(shape, dtype):
+    """Column sums over the leading dims beside the full value they sum, in one
+    kernel whose tile spans the row: many rows (the sums stay within eager's
+    tolerance), columns that are no multiple of the vector width, three dims,
+    keepdim, two sums in the stage, f64."""
+    torch.manual_seed(17)
+    g, x = torch.randn(shape, dtype=dtype), torch.randn(shape, dtype=dtype)
+    w = torch.randn(shape[-1], dtype=dtype)
+    check(gelu_backward_and_bias_grads, [g, x, w], launches=1)
+
+
+def test_bias_grad_joins_the_weight_grad_kernel():
+    """A column sum of an argument (a layer norm's bias gradient, whose input a
+    matmul produced) joins the kernel that sums the same tensor's product (the
+    weight gradient): one kernel, and no sum left to PyTorch."""
+    torch.manual_seed(18)
+
+    def grads(g, h):
+        return (g * h).sum((0, 1)), g.sum((0, 1))
+
+    g, h = torch.randn(4, 37, 192), torch.randn(4, 37, 192)
+    f = check(grads, [g, h], launches=1)
+    # Top-level steps are two spaces in; the guard's fallback branch is deeper.
+    described = f.last.program.describe()
+    lines = [line for line in described.splitlines() if not line.startswith("   ")]
+    top = [line.split()[:2] for line in lines if line.startswith("  ")]
+    assert ["torch", "aten.sum:"] not in top, described
+    assert ["torch", "aten.squeeze:"] in top  # the check sees PyTorch's steps
 
 
 def test_column_reductions_split_over_threads(monkeypatch):

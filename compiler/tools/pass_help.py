@@ -4,7 +4,7 @@ paragraph of its module docstring and its options (the pass dataclass's fields).
     fuse
         `fuse`: pointwise producers fuse into their consumers' `fusion.group`s.
         options: arg-limit=128 max-group-ops=512 horizontal=false
-            singleton-groups=false
+            sibling-reductions=true singleton-groups=false
 
 Only `--help` builds it, since it imports every pass module.
 """

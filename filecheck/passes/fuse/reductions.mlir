@@ -125,3 +125,50 @@ func.func @larger_epilogue(%x: tensor<4x8xf32>, %y: tensor<4x5xf32>) -> tensor<4
   %b = aten.mul %a, %y : tensor<4x1xf32>, tensor<4x5xf32> -> tensor<4x5xf32>
   func.return %b : tensor<4x5xf32>
 }
+
+// -----
+
+// A reduction of a tensor no fusible op produces (an argument here, a matmul's
+// result in a backward) moves up into a group that reads the same tensor and
+// reduces over the same domain: a layer norm's bias gradient joins its weight
+// gradient's group, so no sum runs outside a kernel.
+// CHECK-LABEL: func.func @bias_beside_weight_grad
+// CHECK-SAME:    (%[[G:.*]]: tensor<4x37x192xf32>, %[[H:.*]]: tensor<4x37x192xf32>)
+// CHECK-NEXT:    %[[GW:.*]], %[[GB:.*]] = fusion.group (%[[A:.*]] = %[[G]], %[[B:.*]] = %[[H]])
+// CHECK-NEXT:      %[[S:.*]] = aten.sum %[[A]] dims = [0, 1] keepdim = true
+// CHECK-NEXT:      %[[P:.*]] = aten.mul %[[A]], %[[B]]
+// CHECK-NEXT:      %[[W:.*]] = aten.sum %[[P]] dims = [0, 1] keepdim = true
+// CHECK-NEXT:      fusion.yield %[[W]], %[[S]]
+// CHECK-NEXT:    }
+// CHECK-NEXT:    func.return %[[GW]], %[[GB]]
+func.func @bias_beside_weight_grad(%g: tensor<4x37x192xf32>, %h: tensor<4x37x192xf32>) -> (tensor<1x1x192xf32>, tensor<1x1x192xf32>) {
+  %p = aten.mul %g, %h : tensor<4x37x192xf32>, tensor<4x37x192xf32> -> tensor<4x37x192xf32>
+  %gw = aten.sum %p dims = [0, 1] keepdim = true : tensor<4x37x192xf32> -> tensor<1x1x192xf32>
+  %gb = aten.sum %g dims = [0, 1] keepdim = true : tensor<4x37x192xf32> -> tensor<1x1x192xf32>
+  func.return %gw, %gb : tensor<1x1x192xf32>, tensor<1x1x192xf32>
+}
+
+// -----
+
+// It stays out of a group over another domain (a row reduction of the same
+// tensor), and out of one across a write that may change what it reads.
+// CHECK-LABEL: func.func @sibling_reduction_refused
+// CHECK:         fusion.group
+// CHECK:           aten.amax %{{.*}} dims = [2]
+// CHECK:         fusion.yield
+// CHECK:         aten.sum %{{.*}} dims = [0, 1] keepdim = true
+// CHECK:         fusion.group
+// CHECK:           aten.sum %{{.*}} dims = [0, 1] keepdim = true
+// CHECK:         fusion.yield
+// CHECK:         aten.copy_
+// CHECK-NEXT:    aten.sum %{{.*}} dims = [0, 1] keepdim = true
+func.func @sibling_reduction_refused(%g: tensor<4x37x192xf32>, %h: tensor<4x37x192xf32>) -> (tensor<4x37x1xf32>, tensor<1x1x192xf32>, tensor<1x1x192xf32>, tensor<1x1x192xf32>) {
+  %e = aten.exp %g : tensor<4x37x192xf32> -> tensor<4x37x192xf32>
+  %m = aten.amax %e dims = [2] keepdim = true : tensor<4x37x192xf32> -> tensor<4x37x1xf32>
+  %s = aten.sum %g dims = [0, 1] keepdim = true : tensor<4x37x192xf32> -> tensor<1x1x192xf32>
+  %p = aten.mul %h, %h : tensor<4x37x192xf32>, tensor<4x37x192xf32> -> tensor<4x37x192xf32>
+  %w = aten.sum %p dims = [0, 1] keepdim = true : tensor<4x37x192xf32> -> tensor<1x1x192xf32>
+  aten.copy_ %h, %g : tensor<4x37x192xf32>, tensor<4x37x192xf32>
+  %b = aten.sum %h dims = [0, 1] keepdim = true : tensor<4x37x192xf32> -> tensor<1x1x192xf32>
+  func.return %m, %s, %w, %b : tensor<4x37x1xf32>, tensor<1x1x192xf32>, tensor<1x1x192xf32>, tensor<1x1x192xf32>
+}

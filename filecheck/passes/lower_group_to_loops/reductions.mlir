@@ -88,17 +88,19 @@ func.func @not_stashed(%x: tensor<4x8xf32>) -> tensor<4x8xf32> attributes {fusio
 // -----
 
 // A sum over the batch: the kept dim 1 is innermost. One stage whose full
-// outputs read no reduced value: tiles of 256 columns within the threads'
-// [begin, end), their accumulators in a stack buffer (allocated once, in the
-// entry block); per tile the buffer is initialized, every row adds its run of
-// columns into it (a loop over contiguous columns, vectorizable) while the full
-// output is stored, and the tile's sums are stored once. Where every tensor's
-// columns are contiguous (stride 1 along dim 1, checked at run time) a column's
-// offsets are the tile's plus j; otherwise j times each stride.
+// outputs read no reduced value: tiles of columns within the threads'
+// [begin, end), as wide as 64 KiB of accumulators allow (16384 f32 sums: a
+// whole row, so the rows are read end to end), their accumulators in a stack
+// buffer (allocated once, in the entry block); per tile the buffer is
+// initialized, every row adds its run of columns into it (a loop over
+// contiguous columns, vectorizable) while the full output is stored, and the
+// tile's sums are stored once. Where every tensor's columns are contiguous
+// (stride 1 along dim 1, checked at run time) a column's offsets are the
+// tile's plus j; otherwise j times each stride.
 // CHECK-LABEL: func.func @bias_grad(
 // CHECK-SAME:    %[[B:[0-9]+]]: index, %[[E:[0-9]+]]: index, %[[N0:[0-9]+]]: index, %[[N1:[0-9]+]]: index, %[[Y:[0-9]+]]: memref<?xf32>, %[[YS0:[0-9]+]]: index, %[[YS:[0-9]+]]: index, %[[G:[0-9]+]]: memref<?xf32>, %{{[0-9]+}}: index, %{{[0-9]+}}: index, %[[DB:[0-9]+]]: memref<?xf32>, %{{[0-9]+}}: index, %{{[0-9]+}}: index, %[[H:[0-9]+]]: memref<?xf32>,
-// CHECK:         %[[TILE:.*]] = arith.constant 256 : index
-// CHECK-NEXT:    %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK:         %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:    %[[TILE:.*]] = arith.constant 16384 : index
 // CHECK-NEXT:    %[[ACC:.*]] = memref.alloca(%[[TILE]]) {alignment = 64 : i64} : memref<?xf32>
 // CHECK:         arith.cmpi eq, %[[YS]], %{{.*}} : index
 // CHECK:         scf.if %{{.*}} {
@@ -132,6 +134,20 @@ func.func @bias_grad(%g: tensor<16x8xf32>, %y: tensor<16x8xf32>) -> (tensor<1x8x
   %h = aten.mul %g, %s : tensor<16x8xf32>, tensor<16x8xf32> -> tensor<16x8xf32>
   %db = aten.sum %h dims = [0] keepdim = true : tensor<16x8xf32> -> tensor<1x8xf32>
   func.return %db, %h : tensor<1x8xf32>, tensor<16x8xf32>
+}
+
+// -----
+
+// The tile narrows as the stage's accumulators grow: Welford's three f64
+// accumulators (24 bytes a column) beside an f64 sum (8) take 2048 columns.
+// CHECK-LABEL: func.func @wide_accumulators(
+// CHECK:         %[[TILE:.*]] = arith.constant 2048 : index
+// CHECK-COUNT-4: memref.alloca(%[[TILE]]) {alignment = 64 : i64} : memref<?xf64>
+// CHECK-NOT:     memref.alloca
+func.func @wide_accumulators(%x: tensor<16x8xf64>) -> (tensor<1x8xf64>, tensor<1x8xf64>) attributes {fusion.kernel} {
+  %v = aten.var %x dims = [0] keepdim = true : tensor<16x8xf64> -> tensor<1x8xf64>
+  %s = aten.sum %x dims = [0] keepdim = true : tensor<16x8xf64> -> tensor<1x8xf64>
+  func.return %v, %s : tensor<1x8xf64>, tensor<1x8xf64>
 }
 
 // -----
