@@ -481,3 +481,20 @@ def test_a_lanes_sin_does_not_depend_on_a_large_lane_beside_it(op: str) -> None:
     small = torch.ones(4096, dtype=torch.bool)
     small[[17, 1000]] = False
     assert torch.equal(alone[small], beside[small]), (alone[small] != beside[small]).sum()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["f32", "f64"])
+def test_tanh_saturates_exactly_past_its_clamp(dtype: torch.dtype) -> None:
+    """tanh clamps 2|x| once (no range selects of its own): past the clamp the
+    result is exactly +-1, eager's value, and signed zeros, infinities and NaN
+    come out as eager's; around the clamp it stays within eager's tolerances."""
+    edge = 9.1 if dtype == torch.float32 else 19.5
+    x = torch.tensor([edge, edge * 1.0001, 20.0, 1e30, math.inf, 0.0, math.nan], dtype=dtype)
+    x = torch.cat([x, -x])
+    got = run("tanh", x)
+    want = torch.tanh(x)
+    same = (got == want) | (got.isnan() & want.isnan())
+    assert bool(same.all()), (x[~same], got[~same], want[~same])
+    assert torch.equal(torch.signbit(got[~got.isnan()]), torch.signbit(want[~want.isnan()]))
+    near = torch.linspace(edge - 1, edge + 1, 4001, dtype=dtype)
+    assert_matches(run("tanh", near), torch.tanh(near), f"tanh near {edge}")

@@ -284,17 +284,22 @@ def exp2(em: Emitter, x: SSAValue) -> SSAValue:
     return em.select(em.cmp("olt", x, em.c(lo)), em.c(0.0), res)
 
 
-def _expm1_nonneg_or_any(em: Emitter, x: SSAValue) -> SSAValue:
-    """expm1 without the -0 fix-up (callers that care add it)."""
-    hi = _EXP_HI[em.is_f32]
-    lo = -30.0 if em.is_f32 else -45.0  # below this expm1 rounds to -1
-    p, n = _exp_reduce(em, em.clamp(x, lo, hi))
+def _expm1_in_range(em: Emitter, xc: SSAValue) -> SSAValue:
+    """expm1 of an `xc` already in [lo, hi] of `_expm1_nonneg_or_any` (or NaN)."""
+    p, n = _exp_reduce(em, xc)
     # 2^n*(p+1) - 1 = 2 * (s*p + (s - 1/2)) with s = 2^(n-1): s - 1/2 is exact
     # for small n, so no cancellation near 0, and rounds harmlessly for large
     # n; s stays finite up to n = emax + 1 (x = hi), and doubling is exact.
     s = em.pow2(em.isub(n, em.ci(1)))
     half = em.add(em.mul(s, p), em.sub_exact(s, em.c(0.5)))
-    res = em.add_exact(half, half)
+    return em.add_exact(half, half)
+
+
+def _expm1_nonneg_or_any(em: Emitter, x: SSAValue) -> SSAValue:
+    """expm1 without the -0 fix-up (callers that care add it)."""
+    hi = _EXP_HI[em.is_f32]
+    lo = -30.0 if em.is_f32 else -45.0  # below this expm1 rounds to -1
+    res = _expm1_in_range(em, em.clamp(x, lo, hi))
     res = em.select(em.cmp("ogt", x, em.c(hi)), em.c(math.inf), res)
     return em.select(em.cmp("olt", x, em.c(lo)), em.c(-1.0), res)
 
@@ -305,13 +310,33 @@ def expm1(em: Emitter, x: SSAValue) -> SSAValue:
     return em.select(em.cmp("oeq", x, em.c(0.0)), x, res)
 
 
+_TANH_SAT = {True: 9.1, False: 19.5}
+"""|x| beyond which tanh rounds to 1 (f32, f64)."""
+
+
 def tanh(em: Emitter, x: SSAValue) -> SSAValue:
-    """tanh|x| = e/(e+2) with e = expm1(2|x|): accurate from tiny to saturated."""
+    """tanh|x| = e/(e+2) with e = expm1(2|x|): accurate from tiny to saturated.
+
+    2|x| is clamped to 2 * `_TANH_SAT` first (NaN stays NaN): there e + 2 rounds
+    to e, so e/(e+2) is exactly 1, what tanh rounds to past `_TANH_SAT`, and
+    expm1 needs none of its own range checks (no overflow, no negative
+    arguments). One `minps` instead of four compares and selects on the
+    critical path (the LSTM tail has two tanh per element):
+
+        %a = llvm.intr.fabs(%x) : (f32) -> f32
+        %a2 = llvm.fadd %a, %a : f32
+        %bound = llvm.mlir.constant(1.820000e+01 : f32) : f32
+        %over = llvm.fcmp "ogt" %a2, %bound : f32
+        %c = llvm.select %over, %bound, %a2 : i1, f32
+        ...  expm1(%c) as in `expm1`, without its range selects
+        %t = llvm.fdiv %e, %e_plus_2 : f32
+        %y = llvm.intr.copysign(%t, %x) : (f32, f32) -> f32
+    """
     a = em.fabs(x)
-    e = _expm1_nonneg_or_any(em, em.add_exact(a, a))
+    bound = 2 * _TANH_SAT[em.is_f32]
+    two_a = em.add_exact(a, a)
+    e = _expm1_in_range(em, em.select(em.cmp("ogt", two_a, em.c(bound)), em.c(bound), two_a))
     t = em.div(e, em.add(e, em.c(2.0)))
-    sat = 9.1 if em.is_f32 else 19.5  # tanh rounds to 1 beyond this
-    t = em.select(em.cmp("ogt", a, em.c(sat)), em.c(1.0), t)
     return em.copysign(t, x)
 
 

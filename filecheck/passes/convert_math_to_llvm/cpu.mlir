@@ -173,3 +173,24 @@ func.func @erf_f64(%x: f64) -> f64 {
   %z = math.erf %y : f64
   func.return %z : f64
 }
+
+// -----
+
+// tanh: 2|x| clamped once to 2 * 9.1 (where e/(e+2) is exactly 1), then expm1
+// without its own range selects: one compare and select before the division.
+// CHECK-LABEL: func.func @tanh_f32
+// CHECK-SAME:    (%[[X:.*]]: f32)
+// CHECK:         %[[A:.*]] = llvm.intr.fabs(%[[X]]) : (f32) -> f32
+// CHECK:         %[[A2:.*]] = llvm.fadd %[[A]], %[[A]] : f32
+// CHECK:         %[[BOUND:.*]] = llvm.mlir.constant(1.820000e+01 : f32) : f32
+// CHECK:         %[[OVER:.*]] = llvm.fcmp "ogt" %[[A2]], %[[BOUND]] : f32
+// CHECK:         %[[C:.*]] = llvm.select %[[OVER]], %[[BOUND]], %[[A2]] : i1, f32
+// CHECK-NOT:     llvm.select
+// CHECK:         %[[T:.*]] = llvm.fdiv %{{.*}}, %{{.*}} : f32
+// CHECK-NOT:     llvm.select
+// CHECK:         %[[Y:.*]] = llvm.intr.copysign(%[[T]], %[[X]]) : (f32, f32) -> f32
+// CHECK:         func.return %[[Y]] : f32
+func.func @tanh_f32(%x: f32) -> f32 {
+  %y = math.tanh %x : f32
+  func.return %y : f32
+}
