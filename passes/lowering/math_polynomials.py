@@ -273,6 +273,39 @@ def exp(em: Emitter, x: SSAValue) -> SSAValue:
     return em.select(em.cmp("olt", x, em.c(lo)), em.c(0.0), res)
 
 
+EXP_RANGE = "fusec.exp_range"
+"""A `math.exp` with `{fusec.exp_range = "normal"}` is expanded by `exp_normal`:
+its user needs the result only where it is a normal float (sigmoid's 1 + e),
+so one power-of-two multiply replaces `exp`'s two and its range selects."""
+
+_EXP_NORMAL = {True: (-86.0, 88.37), False: (-706.0, 709.43)}
+"""(lo, hi) of `exp_normal`: x in [lo, hi] gives n = round(x / ln2) in
+[emin + 2, emax] (f32: -124 .. 127), so (1 + p) * 2^n is a normal float and
+2^n one exponent-bits constant."""
+
+
+def exp_normal(em: Emitter, x: SSAValue) -> SSAValue:
+    """exp for a caller that only needs normal results (`EXP_RANGE`): x is
+    clamped to `_EXP_NORMAL`'s [lo, hi] (NaN stays NaN), so below lo the result
+    is exp(lo) (f32 4.4e-38: 1 + e rounds to 1 either way) and never a
+    subnormal, and past hi it is +inf (sigmoid gives 0 there, where its true
+    value is below 4.2e-39). Eight ops fewer than `exp` (one scaling multiply,
+    one select); the values in between are `exp`'s bit for bit.
+
+        %y = math.exp %x {fusec.exp_range = "normal"} : f32
+    ->
+        %c = llvm.select ...           // x clamped to [-86, 88.37]
+        ...                            // `exp`'s reduction and polynomial
+        %s = llvm.bitcast %bits : i32 to f32   // 2^n, n in [-124, 127]
+        %e = llvm.fmul %q, %s : f32
+        %y = llvm.select %over, %inf, %e : i1, f32
+    """
+    lo, hi = _EXP_NORMAL[em.is_f32]
+    p, n = _exp_reduce(em, em.clamp(x, lo, hi))
+    res = em.mul_exact(em.add(em.c(1.0), p), em.pow2(n))
+    return em.select(em.cmp("ogt", x, em.c(hi)), em.c(math.inf), res)
+
+
 def exp2(em: Emitter, x: SSAValue) -> SSAValue:
     hi = 128.0 if em.is_f32 else 1024.0
     lo = -151.0 if em.is_f32 else -1076.0
