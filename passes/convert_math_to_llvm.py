@@ -11,7 +11,9 @@ targets. The transcendental ones differ:
   polynomial, see `fusec.passes.lowering.math_expansions`), so a loop over them
   vectorizes: no libm call is left. A sin/cos marked
   `{fusec.sincos_range = "fast"}` (by `sincos-fast-path`) gets the short
-  Cody-Waite reduction only.
+  Cody-Waite reduction only; an exp marked `{fusec.exp_range = "normal"}`
+  (sigmoid's, by `lower-group-to-loops`) gets `exp_normal`, for normal
+  results only.
 - `nvptx`: calls to libdevice (`__nv_expf`, `__nv_tanh`, ...), declared here as
   external `llvm.func`s; `fusec.backends.ptx.emit_ptx` links libdevice in.
 
@@ -142,6 +144,8 @@ class ExpandMathToPolynomial(RewritePattern):
         if op.name in ("math.sin", "math.cos"):
             trig = poly.sin if op.name == "math.sin" else poly.cos
             result = trig(em, op.operands[0], fast)
+        elif op.name == "math.exp" and op.attributes.get(poly.EXP_RANGE) == StringAttr("normal"):
+            result = poly.exp_normal(em, op.operands[0])
         elif (unary := poly.UNARY.get(op.name)) is not None:
             result = unary(em, op.operands[0])
         elif (binary := poly.BINARY.get(op.name)) is not None:

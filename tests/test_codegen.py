@@ -293,6 +293,37 @@ def test_parallel_split_large() -> None:
     check(got, torch.tanh(x * 0.5))
 
 
+def test_compute_heavy_kernel_loop_is_interleaved() -> None:
+    """A kernel of expanded transcendentals (chain8's tanh then sigmoid) gets its
+    vector loop interleaved `HEAVY_INTERLEAVE` times (independent dependency
+    chains side by side), a plain add keeps LLVM's own choice (the option is
+    reset between modules), and results match eager on sizes that leave a
+    remainder of every kind."""
+    from fusec.backends.llvm_jit import HEAVY_INTERLEAVE, loop_interleave, optimize_for_host
+    from fusec.codegen.kernel import kernel_llvm_ir
+
+    def chain8(b, a, c):
+        t = b.TanhOp(b.AddOp(b.MulOp(a, c), a))
+        s = b.SigmoidOp(b.MulOp(t, c))
+        return b.MulOp(b.ReluOp(b.SubOp(s, a)), c)
+
+    for n in (1, 15, 16, 63, 64, 65, 1000 + 13):
+        x, y = sample(torch.float32, (n,)), sample(torch.float32, (n,))
+        heavy = make_group([x, y], chain8)
+        (got,) = load_kernel(build_kernel(heavy))([x, y])
+        want = torch.relu(torch.sigmoid(torch.tanh(x * y + x) * y) - x) * y
+        check(got, want)
+    _, heavy_ir, _ = kernel_llvm_ir(heavy)
+    _, light_ir, _ = kernel_llvm_ir(make_group([x, y], lambda b, a, c: b.AddOp(a, c)))
+    assert loop_interleave(heavy_ir) == HEAVY_INTERLEAVE and loop_interleave(light_ir) == 0
+    light_before = optimize_for_host(light_ir)
+    optimized = optimize_for_host(heavy_ir)
+    body = optimized[optimized.index("vector.body:") :]
+    body = body[: body.index("br i1")]
+    assert body.count("fdiv") == 2 * HEAVY_INTERLEAVE, body
+    assert optimize_for_host(light_ir) == light_before
+
+
 def test_large_kernel_has_no_vector_epilogue() -> None:
     """A kernel over `LARGE_KERNEL_LINES` gets no vector epilogue (half of its
     code generation time) and stays right on sizes that leave a remainder; the

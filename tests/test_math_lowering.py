@@ -481,3 +481,39 @@ def test_a_lanes_sin_does_not_depend_on_a_large_lane_beside_it(op: str) -> None:
     small = torch.ones(4096, dtype=torch.bool)
     small[[17, 1000]] = False
     assert torch.equal(alone[small], beside[small]), (alone[small] != beside[small]).sum()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["f32", "f64"])
+def test_tanh_saturates_exactly_past_its_clamp(dtype: torch.dtype) -> None:
+    """tanh clamps 2|x| once (no range selects of its own): past the clamp the
+    result is exactly +-1, eager's value, and signed zeros, infinities and NaN
+    come out as eager's; around the clamp it stays within eager's tolerances."""
+    edge = 9.1 if dtype == torch.float32 else 19.5
+    x = torch.tensor([edge, edge * 1.0001, 20.0, 1e30, math.inf, 0.0, math.nan], dtype=dtype)
+    x = torch.cat([x, -x])
+    got = run("tanh", x)
+    want = torch.tanh(x)
+    same = (got == want) | (got.isnan() & want.isnan())
+    assert bool(same.all()), (x[~same], got[~same], want[~same])
+    assert torch.equal(torch.signbit(got[~got.isnan()]), torch.signbit(want[~want.isnan()]))
+    near = torch.linspace(edge - 1, edge + 1, 4001, dtype=dtype)
+    assert_matches(run("tanh", near), torch.tanh(near), f"tanh near {edge}")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["f32", "f64"])
+def test_sigmoid_exp_normal_range_matches_eager(dtype: torch.dtype) -> None:
+    """sigmoid's exp is marked for normal results only (`exp_normal`: clamped,
+    one scaling multiply): 1 where 1 + exp(-x) rounds to 1, 0 where eager's is
+    0, NaN where eager's is, and eager's values (within its tolerances, no
+    subnormal larger than 4.2e-39 lost) across the clamps; silu likewise."""
+    edges = [86.0, 88.37, 88.72, 700.0, 706.0, 709.43, 709.8, 745.2]
+    x = torch.tensor(edges + [0.0, 1e-30, 40.0, 1e5, math.inf, math.nan], dtype=dtype)
+    x = torch.cat([x, -x, torch.linspace(-760, 760, 30001, dtype=dtype)])
+    for name, fn in (("sigmoid", torch.sigmoid), ("silu", torch.nn.functional.silu)):
+        got = fusec.compile(lambda t, fn=fn: fn(t) * 2)(x)
+        want = fn(x) * 2
+        assert_matches(got, want, f"{name} {dtype}")
+        if name == "sigmoid":
+            assert bool((got[want == 2] == 2).all()) and bool((got[want == 0] <= 8.4e-39).all())
+            far = x < -89 if dtype == torch.float32 else x < -710
+            assert bool((got[far] == 0).all())

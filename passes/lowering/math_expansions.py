@@ -13,9 +13,11 @@ from collections.abc import Callable
 
 from fusec.passes.lowering.math_erf import ERF_TABLE, erf, erf_table_global
 from fusec.passes.lowering.math_polynomials import (
+    EXP_RANGE,
     Emitter,
     exp,
     exp2,
+    exp_normal,
     expm1,
     log,
     log1p,
@@ -35,7 +37,7 @@ from xdsl.dialects import llvm
 from xdsl.dialects.builtin import Float32Type, Float64Type
 from xdsl.ir import Attribute, SSAValue
 
-__all__ = ["SINCOS_RANGE", "Emitter"]
+__all__ = ["EXP_RANGE", "SINCOS_RANGE", "Emitter", "exp_normal"]
 
 
 def tables_used(

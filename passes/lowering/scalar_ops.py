@@ -30,6 +30,7 @@ from fusec.dialects import inference as inf
 from fusec.dialects.inference import BF16, BOOL, F16
 from fusec.dialects.opmath import is_step
 from fusec.passes.lowering.emitter import LoopEmitter, compute_type, is_floating
+from fusec.passes.lowering.math_polynomials import EXP_RANGE
 from fusec.passes.lowering.operand_dtypes import (
     operand_type,
     opmath_operands,
@@ -45,7 +46,7 @@ from fusec.passes.lowering.scalar_math import (
 )
 from xdsl.dialects import arith
 from xdsl.dialects import math as mathd
-from xdsl.dialects.builtin import IntegerType, TensorType
+from xdsl.dialects.builtin import IntegerType, StringAttr, TensorType
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.utils.exceptions import DiagnosticException
 
@@ -143,8 +144,14 @@ class CpuScalarOps:
         e.zero_divisors.append(zero)
 
     def sigmoid_of(self, e: LoopEmitter, x: SSAValue) -> SSAValue:
+        """1 / (1 + exp(-x)), its exp marked for normal results only (`EXP_RANGE`:
+        where exp(-x) is below 2^-124, 1 + it rounds to 1 anyway; the CPU
+        expansion saves a scaling multiply and its range selects; libdevice's
+        exp ignores the mark)."""
         one = e.const(1.0, x.type)
-        ex = e.add(mathd.ExpOp(e.add(arith.NegfOp(x))))
+        exp = mathd.ExpOp(e.add(arith.NegfOp(x)))
+        exp.attributes[EXP_RANGE] = StringAttr("normal")
+        ex = e.add(exp)
         return e.add(arith.DivfOp(one, e.add(arith.AddfOp(one, ex))))
 
     # ------------------------------------------------------------ comparisons

@@ -173,3 +173,45 @@ func.func @erf_f64(%x: f64) -> f64 {
   %z = math.erf %y : f64
   func.return %z : f64
 }
+
+// -----
+
+// tanh: 2|x| clamped once to 2 * 9.1 (where e/(e+2) is exactly 1), then expm1
+// without its own range selects: one compare and select before the division.
+// CHECK-LABEL: func.func @tanh_f32
+// CHECK-SAME:    (%[[X:.*]]: f32)
+// CHECK:         %[[A:.*]] = llvm.intr.fabs(%[[X]]) : (f32) -> f32
+// CHECK:         %[[A2:.*]] = llvm.fadd %[[A]], %[[A]] : f32
+// CHECK:         %[[BOUND:.*]] = llvm.mlir.constant(1.820000e+01 : f32) : f32
+// CHECK:         %[[OVER:.*]] = llvm.fcmp "ogt" %[[A2]], %[[BOUND]] : f32
+// CHECK:         %[[C:.*]] = llvm.select %[[OVER]], %[[BOUND]], %[[A2]] : i1, f32
+// CHECK-NOT:     llvm.select
+// CHECK:         %[[T:.*]] = llvm.fdiv %{{.*}}, %{{.*}} : f32
+// CHECK-NOT:     llvm.select
+// CHECK:         %[[Y:.*]] = llvm.intr.copysign(%[[T]], %[[X]]) : (f32, f32) -> f32
+// CHECK:         func.return %[[Y]] : f32
+func.func @tanh_f32(%x: f32) -> f32 {
+  %y = math.tanh %x : f32
+  func.return %y : f32
+}
+
+// -----
+
+// exp marked {fusec.exp_range = "normal"} (sigmoid's): x clamped to
+// [-86, 88.37], 2^n one exponent-bits constant (no ashr: no two-step scaling),
+// one select (+inf past the clamp).
+// CHECK-LABEL: func.func @exp_normal_f32
+// CHECK-SAME:    (%[[X:.*]]: f32)
+// CHECK:         %[[HI:.*]] = llvm.mlir.constant(8.837000e+01 : f32) : f32
+// CHECK:         llvm.fcmp "ogt" %[[X]], %[[HI]] : f32
+// CHECK:         llvm.mlir.constant(-8.600000e+01 : f32) : f32
+// CHECK-NOT:     llvm.ashr
+// CHECK:         %[[S:.*]] = llvm.bitcast %{{.*}} : i32 to f32
+// CHECK-NEXT:    %[[E:.*]] = llvm.fmul %{{.*}}, %[[S]] : f32
+// CHECK:         %[[OVER:.*]] = llvm.fcmp "ogt" %[[X]], %[[HI]] : f32
+// CHECK:         %[[Y:.*]] = llvm.select %[[OVER]], %{{.*}}, %[[E]] : i1, f32
+// CHECK-NEXT:    func.return %[[Y]] : f32
+func.func @exp_normal_f32(%x: f32) -> f32 {
+  %y = math.exp %x {fusec.exp_range = "normal"} : f32
+  func.return %y : f32
+}

@@ -80,3 +80,18 @@ func.func @u8(%x: tensor<5xui8>, %s: i64) -> tensor<5xui8> attributes {fusion.ke
   %0 = aten.add %x, %s : tensor<5xui8>, i64 -> tensor<5xui8>
   func.return %0 : tensor<5xui8>
 }
+
+// -----
+
+// sigmoid is 1 / (1 + exp(-x)); its exp is marked for normal results only
+// (`convert-math-to-llvm` then expands it with one scaling multiply).
+// CHECK-LABEL: func.func @sigmoid(
+// CHECK:         %[[L:.*]] = memref.load
+// CHECK:         %[[N:.*]] = arith.negf %[[L]] : f32
+// CHECK-NEXT:    %[[E:.*]] = math.exp %[[N]] {fusec.exp_range = "normal"} : f32
+// CHECK-NEXT:    %[[D:.*]] = arith.addf %{{.*}}, %[[E]] : f32
+// CHECK-NEXT:    arith.divf %{{.*}}, %[[D]] : f32
+func.func @sigmoid(%x: tensor<8xf32>) -> tensor<8xf32> attributes {fusion.kernel} {
+  %0 = aten.sigmoid %x : tensor<8xf32> -> tensor<8xf32>
+  func.return %0 : tensor<8xf32>
+}
