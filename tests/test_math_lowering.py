@@ -12,6 +12,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import math
+import re
 
 import fusec
 import llvmlite.binding as llvm
@@ -209,7 +210,9 @@ def test_binary_matches_torch(op: str, dtype: torch.dtype) -> None:
 @pytest.mark.parametrize("op", ["exp", "log", "tanh", "erf", "sin", "expm1", "log1p"])
 def test_f32_loop_vectorizes_without_libm(op: str) -> None:
     text = str(optimize(lower(kernel_source(op, "f32", 1))))
-    assert "<8 x float>" in text or "<4 x float>" in text, text
+    # The width LLVM picks depends on what ran before in the process (8 lanes
+    # alone, 16 after tests/test_codegen.py's kernels): any vector will do.
+    assert re.search(r"<(4|8|16) x float>", text), text
     for name in ("expf", "logf", "tanhf", "erff", "sinf", "expm1f", "log1pf"):
         assert f"@{name}(" not in text
     for intrinsic in ("@llvm.exp.", "@llvm.log.", "@llvm.sin.", "@llvm.cos."):
