@@ -95,6 +95,7 @@ class CompiledFunction(Specializing):
         self.launches_per_call = 0
         self.specializations: dict[Any, Specialization] = {}
         self.exact_shapes = False
+        self.static_graph = False
         self.size_checks: tuple[Any, ...] = ()
         """`fusec.frontend.size_checks.SizeCheck`s of the compiled imports: their classes
         of argument sizes are part of the key."""
@@ -466,7 +467,9 @@ def _dense(a: Any) -> bool:
 def graph_function(gm: torch.fx.GraphModule, options: CompileOptions) -> CompiledFunction:
     """The `CompiledFunction` of one ATen graph AOTAutograd hands over (a forward,
     backward or inference graph): how `fusec.api.training` compiles each one."""
-    return CompiledFunction(gm, gm, options)
+    fn = CompiledFunction(gm, gm, options)
+    fn.static_graph = True
+    return fn
 
 
 def compile_traced(

@@ -52,6 +52,9 @@ class Specializing:
     options: CompileOptions
     specializations: dict[Any, Specialization]
     exact_shapes: bool
+    static_graph: bool
+    """An AOTAutograd graph: called only at the sizes it was traced at (where
+    they are not symbolic), so its programs are specialized on exact shapes."""
     size_checks: tuple[Any, ...]
     untraceable: str | None
     compile_id: Any
@@ -204,6 +207,7 @@ class Specializing:
             if spec is not None:
                 return spec
         from fusec.frontend.importer import import_fx
+        from fusec.frontend.value_types import has_symbolic_sizes
         from fusec.passes.fusion_remarks import collect_remarks
 
         # The import runs the graph on `args`; the first call's results must draw
@@ -213,6 +217,10 @@ class Specializing:
         # call updates them once, as eager does.
         with rng_preserved(args), buffers_preserved(self.gm):
             imported = import_fx(self.gm, args, name)
+        if self.static_graph and not has_symbolic_sizes(self.gm):
+            # Its views' sizes are the trace's, and so are its calls' (exact keys
+            # from here on): the program may bake strides (`view_layouts`).
+            imported.shape_dependent = True
         module = imported.module
         from fusec.observability import structured_trace
 
