@@ -30,9 +30,16 @@ def lstm_gates(gates: torch.Tensor, cx: torch.Tensor) -> tuple[torch.Tensor, tor
 
 
 class Built:
-    """A host program from guarded IR, with a count of kernel runs."""
+    """A host program from guarded IR, with a count of kernel runs; with
+    `exact_shapes`, built for exact shapes (its views from sizes and strides)."""
 
-    def __init__(self, fn: Callable[..., Any], example: Sequence[Any], guard: str = "guard"):
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        example: Sequence[Any],
+        guard: str = "guard",
+        exact_shapes: bool = False,
+    ):
         gm = trace(fn)
         imported = import_fx(gm, list(example), fn.__name__)
         run_pipeline(imported.module, f"{FUSE_PIPELINE},{guard}")
@@ -51,7 +58,11 @@ class Built:
             return run
 
         self.program: HostProgram = build_program(
-            imported.func, kernels, lambda op: imported.opaque[op.node.data].bind(gm)
+            imported.func,
+            kernels,
+            lambda op: imported.opaque[op.node.data].bind(gm),
+            exact_shapes,
+            [False] * len(example),
         )
 
     def __call__(self, *args: Any) -> list[Any]:

@@ -9,20 +9,17 @@ from __future__ import annotations
 import collections
 import itertools
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import fusec
 import pytest
 import torch
-from fusec.api.compiled import run_pipeline
-from fusec.codegen.host_program import build_program
-from fusec.codegen.pipelines import FUSE_PIPELINE
 from fusec.codegen.view_layouts import view_strides
-from fusec.frontend.importer import import_fx, trace
 from fusec.runtime.cache import default_cache
 from fusec.runtime.program_data import program_from_data, program_to_data
 from fusec.runtime.torch_steps import learned
+from test_guards import Built
 
 VIEW_CALLS = {
     "aten::view",
@@ -183,35 +180,6 @@ def test_views_of_a_non_contiguous_argument_are_right() -> None:
         torch.testing.assert_close(g, e)
 
 
-class _Built:
-    """A host program of guarded IR built for exact shapes, with its kernel runs."""
-
-    def __init__(self, fn: Callable[..., Any], example: Sequence[Any], guard: str):
-        gm = trace(fn)
-        imported = import_fx(gm, list(example), fn.__name__)
-        run_pipeline(imported.module, f"{FUSE_PIPELINE},{guard}")
-        self.kernel_runs = 0
-        cache = default_cache()
-
-        def kernels(group: Any) -> Callable[[Sequence[Any]], Sequence[Any]]:
-            kernel = cache.kernel_for(group, "cpu")
-            assert kernel is not None
-
-            def run(xs: Sequence[Any]) -> Sequence[Any]:
-                self.kernel_runs += 1
-                return kernel(xs)
-
-            return run
-
-        self.program = build_program(
-            imported.func,
-            kernels,
-            lambda op: imported.opaque[op.node.data].bind(gm),
-            exact_shapes=True,
-            contiguous_args=[False] * len(example),
-        )
-
-
 def guarded_then_viewed(a: torch.Tensor, b: torch.Tensor) -> Any:
     y = torch.sigmoid(a + b)
     return y.reshape(-1)[3:9], y.transpose(0, 1)
@@ -221,7 +189,7 @@ def test_a_guard_that_fails_makes_its_fallback_contiguous_for_the_views() -> Non
     # The fallback's `a + b` keeps a transposed `a`'s layout; the views after the
     # guarded group were computed for the kernel's contiguous output.
     example = [torch.randn(4, 6), torch.randn(4, 6)]
-    built = _Built(guarded_then_viewed, example, "guard{layout=contiguous}")
+    built = Built(guarded_then_viewed, example, "guard{layout=contiguous}", exact_shapes=True)
     steps = built.program.describe()
     assert "contiguous" in steps
     for a, b in (example, [torch.randn(6, 4).t(), torch.randn(4, 6)]):
@@ -233,7 +201,7 @@ def test_a_guard_that_fails_makes_its_fallback_contiguous_for_the_views() -> Non
 
 def test_a_program_with_reinterpreted_views_is_data() -> None:
     example = [torch.randn(4, 6), torch.randn(4, 6)]
-    built = _Built(guarded_then_viewed, example, "guard")
+    built = Built(guarded_then_viewed, example, "guard", exact_shapes=True)
     keys: dict[Any, str] = {}
     kernels: dict[str, Any] = {}
 

@@ -148,6 +148,13 @@ def _narrowed(x: Layout, dim: int, start: int, length: int, step: int = 1) -> La
     return Layout(x.root, tuple(sizes), tuple(strides), offset)
 
 
+def _picked(x: Layout, dims: Sequence[int]) -> Layout:
+    """`x`'s dims `dims`, in that order (a permutation, or the dims a squeeze keeps)."""
+    return Layout(
+        x.root, tuple(x.sizes[d] for d in dims), tuple(x.strides[d] for d in dims), x.offset
+    )
+
+
 def _pieces(x: Layout, dim: int, lengths: Sequence[int]) -> list[Layout]:
     out, start = [], 0
     for n in lengths:
@@ -194,20 +201,11 @@ def view_layouts(op: Operation, x: Layout) -> list[Layout] | None:
         return None if strides is None else [Layout(x.root, new, strides, x.offset)]
     if isinstance(op, aten.TransposeOp):
         a, b = _dim(op, "dim0", rank), _dim(op, "dim1", rank)
-        sizes, strides = list(x.sizes), list(x.strides)
-        sizes[a], sizes[b] = sizes[b], sizes[a]
-        strides[a], strides[b] = strides[b], strides[a]
-        return [Layout(x.root, tuple(sizes), tuple(strides), x.offset)]
+        dims = list(range(rank))
+        dims[a], dims[b] = b, a
+        return [_picked(x, dims)]
     if isinstance(op, aten.PermuteOp):
-        dims = [inf.normalize_dim(d, rank) for d in op.dims.get_values()]
-        return [
-            Layout(
-                x.root,
-                tuple(x.sizes[d] for d in dims),
-                tuple(x.strides[d] for d in dims),
-                x.offset,
-            )
-        ]
+        return [_picked(x, [inf.normalize_dim(d, rank) for d in op.dims.get_values()])]
     if isinstance(op, aten.UnsqueezeOp):
         d = inf.normalize_dim(_prop(op, "dim"), rank + 1)
         stride = 1 if d >= rank else x.sizes[d] * x.strides[d]
@@ -221,18 +219,9 @@ def view_layouts(op: Operation, x: Layout) -> list[Layout] | None:
         ]
     if isinstance(op, aten.SqueezeOp):
         if op.dim is None:
-            keep = [i for i, s in enumerate(x.sizes) if s != 1]
-        else:
-            d = inf.normalize_dim(op.dim.value.data, rank)
-            keep = [i for i in range(rank) if i != d or x.sizes[i] != 1]
-        return [
-            Layout(
-                x.root,
-                tuple(x.sizes[i] for i in keep),
-                tuple(x.strides[i] for i in keep),
-                x.offset,
-            )
-        ]
+            return [_picked(x, [i for i, s in enumerate(x.sizes) if s != 1])]
+        d = inf.normalize_dim(op.dim.value.data, rank)
+        return [_picked(x, [i for i in range(rank) if i != d or x.sizes[i] != 1])]
     if isinstance(op, aten.ExpandOp):
         return [_expanded(x, list(op.size.get_values()))]
     if isinstance(op, aten.SliceOp | aten.NarrowOp):
