@@ -37,6 +37,7 @@ from fusec.runtime.kernel_signature import KernelArtifact, KernelSignature
 from fusec.runtime.operands import (
     MAX_PLANS,
     broadcast_strides,
+    contiguous_strides,
     planned_call,
     prepare,
     put_scalars,
@@ -257,7 +258,7 @@ class CpuKernel:
             if plan is None:
                 return self._call_unplanned(inputs)
         allocs = [
-            _allocator(shape, dtype)(shape, _contiguous_strides(shape), dtype)
+            _allocator(shape, dtype)(shape, contiguous_strides(shape), dtype)
             for shape, dtype in plan.allocs
         ]
         results = [allocs[j] for j in plan.results]
@@ -528,7 +529,7 @@ class CpuKernel:
             *(
                 x
                 for shape, dtype in plan.allocs
-                for x in (shape, _contiguous_strides(shape), _allocator(shape, dtype))
+                for x in (shape, contiguous_strides(shape), _allocator(shape, dtype))
             ),
             *(offset for _, _, offset in plan.pointers),
             plan.template,
@@ -537,16 +538,6 @@ class CpuKernel:
         if not self._generated:
             self._generated = True
             self._generate_fast(plan)
-
-
-def _contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
-    """The strides of a contiguous tensor of `shape` (as `torch.empty` makes it)."""
-    strides = []
-    step = 1
-    for n in reversed(shape):
-        strides.append(step)
-        step *= max(n, 1)
-    return tuple(reversed(strides))
 
 
 def _normalized(strides: Sequence[int], sizes: Sequence[int]) -> list[int]:

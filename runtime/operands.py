@@ -98,6 +98,16 @@ def output_shapes(
     return tuple(space), shapes
 
 
+def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
+    """The strides of a contiguous tensor of `shape` (as `torch.empty` makes it)."""
+    strides = []
+    step = 1
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
+
+
 class KernelDeclined(Exception):
     """The kernel cannot compute this call: its group runs through PyTorch.
 

@@ -196,7 +196,7 @@ class _Loader:
             fn, recipe = self.opaque_call(d["call"]), ("opaque", str(d["node"]))
         else:
             raise NotData(f"unknown step kind {kind!r}")
-        return Step(fn, ins, outs, (), kind, name, branches, recipe, int(d.get("at", -1)))
+        return Step(fn, ins, outs, (), kind, name, branches, recipe, int(d["at"]))
 
 
 def _check_kernel_step(kernel: Any, ins: tuple[int, ...], outs: tuple[int, ...]) -> None:

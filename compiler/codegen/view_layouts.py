@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from fusec.dialects import aten
 from fusec.dialects import inference as inf
 from fusec.dialects.fusion import GroupOp
+from fusec.runtime.operands import contiguous_strides
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
 
@@ -75,16 +76,6 @@ def static_shape(t: object) -> tuple[int, ...] | None:
     if any(s == inf.DYNAMIC or s <= 0 for s in shape):
         return None
     return shape
-
-
-def contiguous_strides(sizes: Sequence[int]) -> tuple[int, ...]:
-    """Row-major strides, as `torch.empty` makes them."""
-    strides: list[int] = []
-    step = 1
-    for n in reversed(sizes):
-        strides.append(step)
-        step *= max(n, 1)
-    return tuple(reversed(strides))
 
 
 def root_layout(v: SSAValue) -> Layout | None:

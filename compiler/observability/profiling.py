@@ -164,11 +164,10 @@ def _step_owners(program: Any, report: GraphReport) -> list[str | None]:
     """The report's group name or op id of each top-level step (None for a
     guard: host time), by order: kernel and group steps are the report's groups,
     an if step on a guard its guarded groups, any other step its op outside
-    every group (by `Step.at`; in order where a program does not say: the
-    ops a dropped view step stood for have no step and no time)."""
+    every group, by `Step.at` (the ops a dropped view step stood for have no
+    step and no time)."""
     groups = iter(g.name for g in report.groups)
-    unfused = iter(o.id for o in report.unfused)
-    at = {o.at: o.id for o in report.unfused if o.at >= 0}
+    at = {o.at: o.id for o in report.unfused}
     owners: list[str | None] = []
     guards = {s.outs[0] for s in program.steps if s.kind == "guard"}
     for step in program.steps:
@@ -181,10 +180,8 @@ def _step_owners(program: Any, report: GraphReport) -> list[str | None]:
             # One step, one time: it goes to the first of its groups.
             names = [next(groups, None) for _ in inner]
             owners.append(names[0] if names else None)
-        elif step.at >= 0 and at:
-            owners.append(at.get(step.at))
         else:
-            owners.append(next(unfused, None))
+            owners.append(at.get(step.at))
     return owners
 
 
