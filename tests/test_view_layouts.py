@@ -15,7 +15,11 @@ from typing import Any
 import fusec
 import pytest
 import torch
+from fusec.api.compiled import run_pipeline
+from fusec.codegen.host_program import build_program
+from fusec.codegen.pipelines import FUSE_PIPELINE
 from fusec.codegen.view_layouts import view_strides
+from fusec.frontend.importer import import_fx, trace
 from fusec.runtime.cache import default_cache
 from fusec.runtime.program_data import program_from_data, program_to_data
 from fusec.runtime.torch_steps import learned
@@ -178,6 +182,39 @@ def test_views_of_a_non_contiguous_argument_are_right() -> None:
         got = cf(a, w, b)
     for g, e in zip(got, attention_heads(a, w, b), strict=True):
         torch.testing.assert_close(g, e)
+
+
+def flipped(x: torch.Tensor) -> torch.Tensor:
+    """`x` in a transposed layout, as an op fusec runs opaquely."""
+    return x.t().contiguous().t()
+
+
+torch.fx.wrap("flipped")
+
+
+def viewed_in_a_group(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return torch.sigmoid(flipped(b).t()) * 2 + a.reshape(4, 6)
+
+
+def test_a_group_run_through_pytorch_takes_no_arguments_layout() -> None:
+    # A group without its kernel runs its body, whose block arguments are the
+    # group's inputs (here an opaque op's transposed result), not the function's
+    # (both contiguous): the transpose inside must not take their layout.
+    a, b = torch.randn(4, 6), torch.randn(6, 4)
+    gm = trace(viewed_in_a_group)
+    imported = import_fx(gm, [a, b], "viewed_in_a_group")
+    run_pipeline(imported.module, FUSE_PIPELINE)
+    program = build_program(
+        imported.func,
+        lambda group: None,
+        lambda op: imported.opaque[op.node.data].bind(gm),
+        exact_shapes=True,
+        contiguous_args=[True, True],
+    )
+    assert [s.kind for s in program.steps].count("group") == 1
+    for _ in range(2):
+        (got,) = program([a, b])
+        torch.testing.assert_close(got, viewed_in_a_group(a, b))
 
 
 def guarded_then_viewed(a: torch.Tensor, b: torch.Tensor) -> Any:

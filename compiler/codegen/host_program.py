@@ -23,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 import torch
@@ -82,12 +82,14 @@ class _Builder(RootHolder):
         kernels: KernelProvider,
         opaque: OpaqueProvider,
         exact_shapes: bool = False,
-        contiguous_args: Sequence[bool] = (),
+        contiguous_args: Collection[SSAValue] = (),
     ):
         self.kernels = kernels
         self.opaque = opaque
         self.exact_shapes = exact_shapes
         self.contiguous_args = contiguous_args
+        """The function's arguments the specialization key says are contiguous
+        (the same values wherever a region or group body takes them)."""
 
     def build(
         self,
@@ -109,12 +111,9 @@ class _Builder(RootHolder):
         consts: dict[int, Any] = {}
         steps: list[Step] = []
         layouts: dict[SSAValue, Layout] = {}
-        if self.exact_shapes and args is None:
-            for a, contiguous in zip(block.args, self.contiguous_args, strict=False):
-                lay = root_layout(a) if contiguous else None
-                if lay is not None:
-                    layouts[a] = lay
-        from_args = set(layouts)
+        if self.exact_shapes:
+            taken = block.args if args is None else args
+            _add_roots(layouts, [a for a in taken if a in self.contiguous_args])
         out_values = set(returned)
         for at, op in enumerate(block.ops):
             if isinstance(op, func.ReturnOp | YieldOp | scf.YieldOp):
@@ -128,22 +127,16 @@ class _Builder(RootHolder):
                 fn, ins, branches, roots = self.if_step(op, slot, wanted)
                 kind, recipe = "if", ("if",)
                 if roots:
-                    for r in op.results:
-                        lay = root_layout(r)
-                        if lay is not None:
-                            layouts[r] = lay
+                    _add_roots(layouts, op.results)
             else:
-                view = self.view_step(op, layouts, slot, out_values, from_args)
+                view = self.view_step(op, layouts, slot, out_values)
                 if view is not None:
                     fn, ins, kind, recipe = view
                 else:
                     ins = tuple(slot[o] for o in op.operands)
                     fn, kind, recipe = self.step_fn(op)
                     if self.exact_shapes and makes_root(op, kind):
-                        for r in op.results:
-                            lay = root_layout(r)
-                            if lay is not None:
-                                layouts[r] = lay
+                        _add_roots(layouts, op.results)
             outs = tuple(new(r) for r in op.results)
             steps.append(Step(fn, ins, outs, (), kind, _step_name(op), branches, recipe, at))
         out_slots = tuple(slot[v] for v in returned)
@@ -171,7 +164,6 @@ class _Builder(RootHolder):
         layouts: dict[SSAValue, Layout],
         slot: dict[SSAValue, int],
         out_values: set[SSAValue],
-        from_args: set[SSAValue],
     ) -> tuple[Callable[..., Sequence[Any]], tuple[int, ...], str, Any] | None:
         """A view op whose input's layout is known, as a `reinterpret` step over
         its root (`fusec.codegen.view_layouts`); None to run it as it is."""
@@ -180,11 +172,9 @@ class _Builder(RootHolder):
         x = layouts.get(op.operands[0])
         got = view_layouts(op, x) if x is not None else None
         if x is None or got is None:
-            return self.learned_view(op, slot, out_values, from_args)
+            return self.learned_view(op, slot, out_values)
         layouts.update(zip(op.results, got, strict=True))
-        if x.root in from_args and any(r in out_values for r in op.results):
-            # A view of an argument that leaves the program keeps eager's `_base`
-            # and `requires_grad`, which a reinterpreted tensor has not.
+        if _returned_view_of_argument(op, out_values):
             return None
         info = OpInfo(
             op.name,
@@ -202,7 +192,6 @@ class _Builder(RootHolder):
         op: Operation,
         slot: dict[SSAValue, int],
         out_values: set[SSAValue],
-        from_args: set[SSAValue],
     ) -> tuple[Callable[..., Sequence[Any]], tuple[int, ...], str, Any] | None:
         """A view op of static shapes whose input's layout is not known when the
         program is built (an opaque op's result): its step learns the views'
@@ -211,8 +200,8 @@ class _Builder(RootHolder):
         shapes = [static_shape(v.type) for v in (*op.operands, *op.results)]
         if any(s is None or not s for s in shapes):
             return None
-        if _from_argument(op.operands[0]) and any(r in out_values for r in op.results):
-            return None  # eager's `_base` and `requires_grad`, as in `view_step`
+        if _returned_view_of_argument(op, out_values):
+            return None
         info = op_info(op)
         info = dataclasses.replace(info, props={**info.props, LEARN_VIEW: True})
         ins = (slot[op.operands[0]],)
@@ -263,9 +252,22 @@ class _Builder(RootHolder):
         )
 
 
-def _from_argument(v: SSAValue) -> bool:
-    """Whether `v` is a block argument or a view of one."""
-    while isinstance(v.owner, Operation) and isinstance(v.owner, VIEW_OPS):
+def _add_roots(layouts: dict[SSAValue, Layout], values: Sequence[SSAValue]) -> None:
+    """`values` as roots of the views after them (those of static shapes)."""
+    for v in values:
+        lay = root_layout(v)
+        if lay is not None:
+            layouts[v] = lay
+
+
+def _returned_view_of_argument(op: Operation, out_values: set[SSAValue]) -> bool:
+    """Whether view op `op` views a block argument (through other views) and a
+    result of it leaves the program: it keeps eager's `_base` and
+    `requires_grad`, which a reinterpreted tensor has not."""
+    if not any(r in out_values for r in op.results):
+        return False
+    v = op.operands[0]
+    while isinstance(v.owner, VIEW_OPS):
         v = v.owner.operands[0]
     return not isinstance(v.owner, Operation)
 
@@ -387,7 +389,8 @@ def build_program(
     ret = block.last_op
     if not isinstance(ret, func.ReturnOp):
         raise UnsupportedProgram("function does not end with func.return")
-    builder = _Builder(kernels, opaque, exact_shapes, contiguous_args)
+    contiguous = {a for a, c in zip(block.args, contiguous_args, strict=False) if c}
+    builder = _Builder(kernels, opaque, exact_shapes, contiguous)
     program = builder.root = builder.build(block, list(ret.arguments))
     return program
 
