@@ -212,7 +212,7 @@ class RowAccumulators:
 def _bytes(t: Attribute) -> int:
     """Bytes of one element of an accumulator buffer (an i1 flag takes one)."""
     assert isinstance(t, FixedBitwidthType), t
-    return max(1, (t.bitwidth + 7) // 8)
+    return t.size
 
 
 BodyFn = Callable[[LoopEmitter, list[SSAValue], list[SSAValue]], list[SSAValue]]
