@@ -18,11 +18,14 @@ import pytest
 @pytest.fixture(autouse=True)
 def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A fresh `$FUSEC_CACHE_DIR` and an empty in-process cache, so no test sees
-    another's kernels or writes into the user's cache directory."""
+    another's kernels or writes into the user's cache directory; a fresh
+    `$TORCHINDUCTOR_CACHE_DIR` too, where AOTAutograd caches fusec's training
+    graphs (`fusec.api.aot_cache`)."""
     from fusec.runtime import cache as cache_mod
 
     d = tmp_path / "cache"
     monkeypatch.setenv("FUSEC_CACHE_DIR", str(d))
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "torch-cache"))
     cache_mod.reset()
     yield d
     cache_mod.reset()

@@ -119,7 +119,11 @@ def compile_graph(
             # AOTAutograd: fusec compiles the forward and backward ATen graphs,
             # each listed in `dynamo_graphs()` as AOTAutograd hands it over.
             make = functools.partial(graph_function, options=options)
-            return dynamo_backend(gm, example_inputs, lambda g: remember(make(g))), None
+            static = _static(gm, example_inputs)
+            compiled = dynamo_backend(
+                gm, example_inputs, lambda g: remember(make(g)), options, static
+            )
+            return compiled, None
         fn = compile_traced(gm, gm, options, example_inputs)
         # Specializations compiled at a later call still file their structured
         # trace artifacts (`fusec.observability.structured_trace`) under this graph's compile.

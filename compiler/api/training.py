@@ -15,6 +15,10 @@ when recomputing it would read more) and fusec compiles each half like any graph
     hy, cy = f(x, hx, cx, w_ih, w_hh, b_ih, b_hh)     # hy.grad_fn runs fusec's backward
     [(g.kind, g.launches_per_call) for g in f.compiled_graphs]
 
+Under `torch.compile` with static sizes, PyTorch's `AOTAutogradCache` keeps the
+traced and partitioned graphs (`fusec.api.aot_cache`): a later process loads
+them instead of tracing, and fusec's warm start finds their programs.
+
 Every graph fusec compiles this way is recorded as a `CompiledGraph` (kind
 "forward", "backward" or "inference") on the `AutogradCompilers` that made it and
 in `compiled_graphs()`, so the launches of each half can be inspected.
@@ -37,6 +41,7 @@ import torch.fx
 
 if TYPE_CHECKING:
     from fusec.api.compiled import CompiledFunction
+    from fusec.api.options import CompileOptions
 
 GraphFunction = Callable[[torch.fx.GraphModule], "CompiledFunction"]
 """Makes the `CompiledFunction` of one ATen graph (`fusec.api.compiled.graph_function`
@@ -107,38 +112,33 @@ def clear_compiled_graphs() -> None:
         _ALL.clear()
 
 
-class _Boxed:
-    """A compiled graph in AOTAutograd's boxed calling convention: one list of
-    arguments, which it clears so saved activations die as early as possible."""
-
-    def __init__(self, function: CompiledFunction):
-        self.function = function
-        # An instance attribute: Dynamo wraps the backward in `disable`, whose
-        # functools.wraps copies `__dict__` but not class attributes.
-        self._boxed_call = True
-
-    def __call__(self, args: list[Any]) -> Any:
-        inputs = list(args)
-        args.clear()
-        return self.function(*inputs)
-
-
 @dataclass
 class AutogradCompilers:
     """fusec as AOTAutograd's forward, backward and inference compiler."""
 
     make_function: GraphFunction
+    options: CompileOptions | None = None
+    """The options `make_function` compiles with; given, AOTAutograd may cache
+    the graphs (`fusec.api.aot_cache`)."""
     graphs: list[CompiledGraph] = field(default_factory=list)
 
+    def adopt(self, kind: str, gm: torch.fx.GraphModule) -> CompiledFunction:
+        """The `CompiledFunction` of `gm`, recorded as a graph of `kind`."""
+        function = self.make_function(gm)
+        record = CompiledGraph(kind, gm, function)
+        self.graphs.append(record)
+        with _ALL_LOCK:
+            _ALL.append(record)
+        return function
+
     def compiler(self, kind: str) -> Callable[[torch.fx.GraphModule, Sequence[Any]], Any]:
+        from fusec.api.aot_cache import FusecOutputCode, as_loaded, caching_now
+
         def compile_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Any:
             # The example inputs are fake tensors: fusec specializes on the first real call.
-            function = self.make_function(gm)
-            record = CompiledGraph(kind, gm, function)
-            self.graphs.append(record)
-            with _ALL_LOCK:
-                _ALL.append(record)
-            return _Boxed(function)
+            if caching_now():
+                gm = as_loaded(gm)
+            return FusecOutputCode(kind, gm, self.options, self.adopt(kind, gm))
 
         return compile_graph
 
@@ -172,15 +172,29 @@ def needs_autograd(args: Sequence[Any], gm: torch.nn.Module | None = None) -> bo
 
 
 def dynamo_backend(
-    gm: torch.fx.GraphModule, example_inputs: Sequence[Any], make_function: GraphFunction
+    gm: torch.fx.GraphModule,
+    example_inputs: Sequence[Any],
+    make_function: GraphFunction,
+    options: CompileOptions | None = None,
+    static: bool = False,
 ) -> Callable[..., Any]:
     """The training half of `torch.compile(backend="fusec")`: Dynamo's
     `aot_autograd` with fusec compilers (parameters arrive as graph inputs or
-    attributes; AOTAutograd lifts both)."""
+    attributes; AOTAutograd lifts both). With the `options` `make_function`
+    compiles with, and `static` sizes, AOTAutograd caches what it makes
+    (`fusec.api.aot_cache`)."""
+    from fusec.api import aot_cache
     from torch._dynamo.backends.common import aot_autograd
 
-    compilers = AutogradCompilers(make_function)
-    compiled = aot_autograd(**compilers.aot_kwargs())(gm, example_inputs)
+    compilers = AutogradCompilers(make_function, options)
+    kwargs = compilers.aot_kwargs()
+    if options is None or not aot_cache.cacheable(options, static):
+        compiled = aot_autograd(**kwargs)(gm, example_inputs)
+    else:
+        for name in ("fw_compiler", "bw_compiler", "inference_compiler"):
+            kwargs[name] = aot_cache.serializable(kwargs[name])
+        with aot_cache.caching(gm, options, compilers.adopt):
+            compiled = aot_autograd(**kwargs)(gm, example_inputs)
     # Dynamo keeps the callable; the records stay reachable through it.
     try:
         compiled.fusec_graphs = compilers.graphs  # type: ignore[attr-defined]
