@@ -30,9 +30,19 @@ earlier part's group before the latest one (the graph stays acyclic), no kept
 write lies between them, every merged group's outputs have the parts' shape (one
 index space), and the group stays within `arg-limit`.
 
+A part no group or pointwise op computes (an argument, a view, an op run
+through PyTorch) is passed through: it becomes an input of the group, and the
+kernel copies it into its slice, as `torch.cat` would. Rotary embeddings'
+`rotate_half`, `cat((-x2, x1))`, is then one kernel, not a `neg` and a `cat`:
+
+    %n = aten.neg %x2 ; %c = aten.cat %n, %x1 dim = -1
+    -> %c = fusion.group (%a = %x2, %b = %x1) { %n = aten.neg %a; aten.cat %n, %b; ... }
+
 Conditions for the exit (anything else is left alone and the cat runs through PyTorch):
-- every cat operand is a result of the same `fusion.group`, and the cat is outside
-  any group (so nothing in the group can use the cat's result);
+- every cat operand computed by a group is a result of the same `fusion.group`
+  (lone pointwise ops merge or wrap into it first), every other operand is
+  available at the group's place, and the cat is outside any group (so nothing
+  in the group can use the cat's result);
 - all parts have the same type shape, so the group's index space is the parts'
   shape and each part is one strided slice of the result along `dim`;
 - the kernel stays within `arg-limit` inputs + outputs;
@@ -54,9 +64,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from fusec.dialects.aten import CatOp, Reduction
+from fusec.dialects.aten import CatOp, Reduction, ShapeOpBase
 from fusec.dialects.fusion import GroupOp, YieldOp
-from fusec.dialects.inference import normalize_dim
+from fusec.dialects.inference import DYNAMIC, normalize_dim
 from fusec.passes.aliasing import tensor_roots, written_between
 from fusec.passes.fusion_utils import (
     DEFAULT_ARG_LIMIT,
@@ -71,7 +81,7 @@ from fusec.passes.fusion_utils import (
 )
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, TensorType
-from xdsl.ir import Operation, OpResult, Region, SSAValue
+from xdsl.ir import Block, BlockArgument, Operation, OpResult, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     PatternRewriter,
@@ -82,18 +92,71 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import InsertPoint
 
 
-def _exit_group(cat: CatOp) -> GroupOp | None:
-    """The group all of `cat`'s parts come from, if there is one."""
-    owners = {v.op for v in cat.inputs if isinstance(v, OpResult)}
-    if len(owners) != 1 or any(not isinstance(v, OpResult) for v in cat.inputs):
+def _computed(v: SSAValue, block: Block) -> bool:
+    """Is `v` computed by a group or a lone pointwise op of `block`? A cat's other
+    parts (arguments, views, ops run through PyTorch) are passed through: the
+    exit's kernel copies them into their slices."""
+    return (
+        isinstance(v, OpResult)
+        and v.op.parent is block
+        and (isinstance(v.op, GroupOp) or is_pointwise(v.op))
+    )
+
+
+def _static(v: SSAValue) -> bool:
+    """A tensor of static sizes: a part passed through must have them, as only
+    the group's own results share its index space whatever the sizes are (a
+    `?` could be 1 at run time, and the part would broadcast)."""
+    return isinstance(v.type, TensorType) and DYNAMIC not in v.type.get_shape()
+
+
+def _available_at(v: SSAValue, group: GroupOp) -> bool:
+    """Can `v` be an input of `group` where it stands: an argument of its block or
+    of an enclosing one, or a value computed before it in its block?"""
+    if isinstance(v, BlockArgument):
+        return v.block.is_ancestor(group)
+    return (
+        isinstance(v, OpResult) and v.op.parent is group.parent and v.op.is_before_in_block(group)
+    )
+
+
+def _hoistable(v: SSAValue, group: GroupOp, moves: list[Operation]) -> bool:
+    """Is `v` available at `group`'s place, or a view (chain) of such a value
+    made between the group and the cat, which can move up to the group (then
+    added to `moves`, in order)? Dynamo's `cat((-q[..., h:], q[..., :h]))`
+    slices `x1` after the `neg`."""
+    if _available_at(v, group):
+        return True
+    if not isinstance(v, OpResult) or v.op.parent is not group.parent:
+        return False
+    view = v.op
+    if not isinstance(view, ShapeOpBase) or not _hoistable(view.input, group, moves):
+        return False
+    if view not in moves:
+        moves.append(view)
+    return True
+
+
+def _exit_group(cat: CatOp) -> tuple[GroupOp, list[SSAValue], list[Operation]] | None:
+    """The one group that computes `cat`'s computed parts, the parts passed
+    through, and the views that must move up to the group's place for them to
+    be available there, if there is such a group."""
+    owners = {v.op for v in cat.inputs if isinstance(v, OpResult) and isinstance(v.op, GroupOp)}
+    if len(owners) != 1:
         return None
     (owner,) = owners
-    if not isinstance(owner, GroupOp):
-        return None
+    assert isinstance(owner, GroupOp)
     # A reduction kernel writes rows and full tensors in different loops: no cat exits.
     if any(op.has_trait(Reduction) for op in owner.body.block.ops):
         return None
-    return owner
+    through = [v for v in cat.inputs if not (isinstance(v, OpResult) and v.op is owner)]
+    block = cat.parent_block()
+    moves: list[Operation] = []
+    if block is None or any(
+        _computed(v, block) or not _static(v) or not _hoistable(v, owner, moves) for v in through
+    ):
+        return None
+    return owner, list(dict.fromkeys(through)), moves
 
 
 def _part_written_before(group: GroupOp, cat: CatOp) -> bool:
@@ -145,15 +208,22 @@ class MergeGroupsOfCatParts(RewritePattern):
             return
         owners: dict[Operation, None] = {}
         for v in op.inputs:
-            if not isinstance(v, OpResult) or v.op.parent is not block:
-                return
-            if not (isinstance(v.op, GroupOp) or is_pointwise(v.op)):
-                return
+            if not _computed(v, block):
+                continue  # passed through (`_computed`)
+            assert isinstance(v, OpResult)
             if isinstance(v.op, GroupOp) and any(
                 o.has_trait(Reduction) for o in v.op.body.block.ops
             ):
                 return  # one reduction domain per group: `fuse` decides those merges
             owners[v.op] = None
+        through = [v for v in op.inputs if not _computed(v, block)]
+        if len(owners) == 1 and through and all(_static(v) for v in through):
+            # One lone op and parts passed through (rotary embeddings'
+            # `cat((-x2, x1))`): its group will hold the cat.
+            (only,) = owners
+            if not isinstance(only, GroupOp):
+                wrap_in_group(only, rewriter, self.state)
+            return
         if len(owners) < 2:
             return
         # One index space: every output of every merged group has the parts' shape.
@@ -200,9 +270,10 @@ class MoveCatIntoGroup(RewritePattern):
     def match_and_rewrite(self, op: CatOp, rewriter: PatternRewriter, /) -> None:
         if in_group(op):
             return
-        group = _exit_group(op)
-        if group is None or group.parent is not op.parent:
+        found = _exit_group(op)
+        if found is None or found[0].parent is not op.parent:
             return
+        group, through, moves = found
         if _part_written_before(group, op):
             return
         types = [t for v in op.inputs if isinstance(t := v.type, TensorType)]
@@ -210,20 +281,39 @@ class MoveCatIntoGroup(RewritePattern):
             return
         if len({tuple(t.get_shape()) for t in types}) != 1:
             return
-        # `_exit_group`: every part is a result of `group`.
-        parts = [group.yield_op.values[v.index] for v in op.inputs if isinstance(v, OpResult)]
         # A part only the cat reads stops being an output of its own.
         keep = [r for r in group.results if any(u.operation is not op for u in r.uses)]
-        n_args = len(group.inputs) + _kernel_outputs(group) - (len(group.results) - len(keep))
+        inputs = list(group.inputs)
+        added = [v for v in through if v not in inputs]
+        n_args = len(inputs) + len(added) + _kernel_outputs(group) + len(op.inputs)
+        n_args -= (
+            len(group.results)
+            - len(keep)
+            + sum(isinstance(v, OpResult) and v.op is group for v in op.inputs)
+        )
         if n_args > self.arg_limit:
             return
 
+        # Views of passed-through parts move up: `_part_written_before` found no
+        # write between the group and the cat to anything the parts view.
+        for view in moves:
+            view.detach()
+            rewriter.insert_op(view, InsertPoint.before(group))
         rank = types[0].get_num_dims()
         body = Region()
         group.body.move_blocks(body)
         block = body.block
         old_yield = block.last_op
         assert isinstance(old_yield, YieldOp)
+        # A part passed through is a block argument, an input copied to its slice.
+        for v in added:
+            block.insert_arg(v.type, len(block.args))
+            inputs.append(v)
+        arg_of = {v: block.args[inputs.index(v)] for v in through}
+        parts = [
+            old_yield.values[v.index] if isinstance(v, OpResult) and v.op is group else arg_of[v]
+            for v in op.inputs
+        ]
         inner = CatOp(parts, normalize_dim(op.dim.value.data, rank))
         inner.result.name_hint = op.result.name_hint
         yielded: list[SSAValue] = [old_yield.values[r.index] for r in keep]
@@ -232,7 +322,7 @@ class MoveCatIntoGroup(RewritePattern):
         block.insert_op_before(YieldOp(*yielded), old_yield)
         block.erase_op(old_yield)
 
-        new_group = GroupOp(list(group.inputs), [v.type for v in yielded], body)
+        new_group = GroupOp(inputs, [v.type for v in yielded], body)
         new_group.attributes.update(group.attributes)
         # At the group's place: kept outputs may have users before the cat.
         rewriter.insert(new_group, InsertPoint.before(group))

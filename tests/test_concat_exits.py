@@ -174,7 +174,7 @@ def test_parts_of_different_shapes_stay_a_torch_cat():
     assert len(_torch_cats(f)) == 1
 
 
-def test_cat_with_a_non_group_part_stays_a_torch_cat():
+def test_a_non_group_part_of_another_shape_stays_a_torch_cat():
     def fn(x, y):
         return torch.cat([torch.exp(x), y], 0)
 
@@ -182,6 +182,54 @@ def test_cat_with_a_non_group_part_stays_a_torch_cat():
     x, y = torch.randn(2, 3), torch.randn(5, 3)
     torch.testing.assert_close(f(x, y), fn(x, y))
     assert len(_torch_cats(f)) == 1
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_a_part_no_group_computes_is_copied_by_the_exit(dtype):
+    def fn(x, y):
+        return torch.cat([torch.exp(x), y, x * 2], 1)
+
+    f = fusec.compile(fn)
+    x, y = torch.randn(4, 3, dtype=dtype), torch.randn(4, 3, dtype=dtype)
+    torch.testing.assert_close(f(x, y), fn(x, y))
+    assert _torch_cats(f) == []
+    assert f.launches_per_call == 1
+    yt = torch.randn(3, 4, dtype=dtype).t()  # passed through from a transposed layout
+    torch.testing.assert_close(f(x, yt), fn(x, yt))
+
+
+def _rotary(q, cos, sin):
+    # Hugging Face Llama's `apply_rotary_pos_emb` with its `rotate_half`.
+    half = q.shape[-1] // 2
+    rotated = torch.cat((-q[..., half:], q[..., :half]), dim=-1)
+    return q * cos + rotated * sin
+
+
+def test_rotate_half_runs_as_a_kernel_with_no_neg_or_cat_call():
+    torch._dynamo.reset()
+    f = torch.compile(_rotary, backend="fusec")
+    q, cos, sin = torch.randn(2, 4, 8, 16), torch.randn(8, 16), torch.randn(8, 16)
+    torch.testing.assert_close(f(q, cos, sin), _rotary(q, cos, sin))
+    with torch.profiler.profile() as prof:
+        got = f(q, cos, sin)
+    torch.testing.assert_close(got, _rotary(q, cos, sin))
+    names = {e.name for e in prof.events()}
+    assert "aten::neg" not in names and "aten::cat" not in names
+    assert sum(g.launches_per_call for g in fusec.dynamo_graphs()[-1:]) == 2
+
+
+def test_a_part_of_symbolic_sizes_is_not_passed_through():
+    """Under `dynamic=True` a part's `?` dims may differ from the group's at run
+    time (a 1 would broadcast): such a cat stays PyTorch's."""
+
+    def fn(x, y):
+        return torch.cat([torch.exp(x), y], 0)
+
+    torch._dynamo.reset()
+    f = torch.compile(fn, backend="fusec", dynamic=True)
+    for n, m in ((3, 3), (4, 1), (2, 5)):
+        x, y = torch.randn(n, 3), torch.randn(m, 3)
+        torch.testing.assert_close(f(x, y), fn(x, y))
 
 
 def test_prepare_hands_the_kernel_slices_of_one_buffer():

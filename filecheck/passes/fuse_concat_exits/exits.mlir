@@ -178,18 +178,104 @@ func.func @different_shapes(%a: tensor<4x1xf32>, %b: tensor<4x3xf32>) -> tensor<
 
 // -----
 
-// Negative: one part is not a group output.
-// CHECK-LABEL: func.func @non_group_part
-// CHECK:         }
-// CHECK-NEXT:    %[[C:.*]] = aten.cat %{{.*}}, %{{.*}} dim = 0
+// A part no group computes (an argument) is passed through: it becomes an
+// input of the group, which copies it into its slice.
+// CHECK-LABEL: func.func @passed_through_part
+// CHECK-SAME:    (%[[A:.*]]: tensor<4xf32>, %[[B:.*]]: tensor<4xf32>)
+// CHECK-NEXT:    %[[C:.*]] = fusion.group (%[[X:.*]] = %[[A]], %[[Y:.*]] = %[[B]]) : (tensor<4xf32>, tensor<4xf32>) -> (tensor<8xf32>) {
+// CHECK-NEXT:      %[[E:.*]] = aten.exp %[[X]]
+// CHECK-NEXT:      %[[CAT:.*]] = aten.cat %[[E]], %[[Y]] dim = 0
+// CHECK-NEXT:      fusion.yield %[[CAT]] : tensor<8xf32>
+// CHECK-NEXT:    }
 // CHECK-NEXT:    func.return %[[C]]
-func.func @non_group_part(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<8xf32> {
+func.func @passed_through_part(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<8xf32> {
   %p = fusion.group (%x = %a) : (tensor<4xf32>) -> (tensor<4xf32>) {
     %0 = aten.exp %x : tensor<4xf32> -> tensor<4xf32>
     fusion.yield %0 : tensor<4xf32>
   }
   %c = aten.cat %p, %b dim = 0 : tensor<4xf32>, tensor<4xf32> -> tensor<8xf32>
   func.return %c : tensor<8xf32>
+}
+
+// -----
+
+// Rotary embeddings' `rotate_half`, `cat((-x2, x1))`: the lone `neg` becomes a
+// group whose exit is the cat, `x1` passed through; a part that is already an
+// input of the group is read through the same argument.
+// CHECK-LABEL: func.func @rotate_half
+// CHECK-SAME:    (%[[Q:.*]]: tensor<2x8xf32>)
+// CHECK-NEXT:    %[[X1:.*]] = aten.slice %[[Q]] dim = 1 start = 0 end = 4
+// CHECK-NEXT:    %[[X2:.*]] = aten.slice %[[Q]] dim = 1 start = 4 end = 8
+// CHECK-NEXT:    %[[C:.*]] = fusion.group (%[[A:.*]] = %[[X2]], %[[B:.*]] = %[[X1]]) : (tensor<2x4xf32>, tensor<2x4xf32>) -> (tensor<2x12xf32>) {
+// CHECK-NEXT:      %[[N:.*]] = aten.neg %[[A]]
+// CHECK-NEXT:      %[[CAT:.*]] = aten.cat %[[N]], %[[B]], %[[A]] dim = 1
+// CHECK-NEXT:      fusion.yield %[[CAT]] : tensor<2x12xf32>
+// CHECK-NEXT:    }
+// CHECK-NEXT:    func.return %[[C]]
+func.func @rotate_half(%q: tensor<2x8xf32>) -> tensor<2x12xf32> {
+  %x1 = aten.slice %q dim = 1 start = 0 end = 4 step = 1 : tensor<2x8xf32> -> tensor<2x4xf32>
+  %x2 = aten.slice %q dim = 1 start = 4 end = 8 step = 1 : tensor<2x8xf32> -> tensor<2x4xf32>
+  %n = aten.neg %x2 : tensor<2x4xf32> -> tensor<2x4xf32>
+  %c = aten.cat %n, %x1, %x2 dim = -1 : tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32> -> tensor<2x12xf32>
+  func.return %c : tensor<2x12xf32>
+}
+
+// -----
+
+// Dynamo's order, `cat((-q[..., h:], q[..., :h]))`: the passed-through part is
+// sliced after the `neg`; the slice moves up to the group's place.
+// CHECK-LABEL: func.func @part_sliced_after_the_group
+// CHECK-SAME:    (%[[Q:.*]]: tensor<2x8xf32>)
+// CHECK-NEXT:    %[[X2:.*]] = aten.slice %[[Q]] dim = 1 start = 4 end = 8
+// CHECK-NEXT:    %[[X1:.*]] = aten.slice %[[Q]] dim = 1 start = 0 end = 4
+// CHECK-NEXT:    %[[C:.*]] = fusion.group (%[[A:.*]] = %[[X2]], %[[B:.*]] = %[[X1]])
+// CHECK-NEXT:      %[[N:.*]] = aten.neg %[[A]]
+// CHECK-NEXT:      %[[CAT:.*]] = aten.cat %[[N]], %[[B]] dim = 1
+// CHECK-NEXT:      fusion.yield %[[CAT]] : tensor<2x8xf32>
+// CHECK-NEXT:    }
+// CHECK-NEXT:    func.return %[[C]]
+func.func @part_sliced_after_the_group(%q: tensor<2x8xf32>) -> tensor<2x8xf32> {
+  %x2 = aten.slice %q dim = 1 start = 4 end = 8 step = 1 : tensor<2x8xf32> -> tensor<2x4xf32>
+  %n = aten.neg %x2 : tensor<2x4xf32> -> tensor<2x4xf32>
+  %x1 = aten.slice %q dim = 1 start = 0 end = 4 step = 1 : tensor<2x8xf32> -> tensor<2x4xf32>
+  %c = aten.cat %n, %x1 dim = -1 : tensor<2x4xf32>, tensor<2x4xf32> -> tensor<2x8xf32>
+  func.return %c : tensor<2x8xf32>
+}
+
+// -----
+
+// Negative: a part of symbolic sizes is not passed through (a `?` could be 1
+// at run time and broadcast against the group's index space).
+// CHECK-LABEL: func.func @symbolic_part
+// CHECK:         }
+// CHECK-NEXT:    %[[C:.*]] = aten.cat %{{.*}}, %{{.*}} dim = 0
+// CHECK-NEXT:    func.return %[[C]]
+func.func @symbolic_part(%a: tensor<?x4xf32>, %b: tensor<?x4xf32>) -> tensor<?x4xf32> {
+  %p = fusion.group (%x = %a) : (tensor<?x4xf32>) -> (tensor<?x4xf32>) {
+    %0 = aten.exp %x : tensor<?x4xf32> -> tensor<?x4xf32>
+    fusion.yield %0 : tensor<?x4xf32>
+  }
+  %c = aten.cat %p, %b dim = 0 : tensor<?x4xf32>, tensor<?x4xf32> -> tensor<?x4xf32>
+  func.return %c : tensor<?x4xf32>
+}
+
+// -----
+
+// Negative: a part computed after the group (by an op fusec runs through
+// PyTorch) is not there yet where the group writes the cat.
+// CHECK-LABEL: func.func @part_computed_after_the_group
+// CHECK:         }
+// CHECK-NEXT:    %[[M:.*]] = aten.mm
+// CHECK-NEXT:    %[[C:.*]] = aten.cat %{{.*}}, %[[M]] dim = 0
+// CHECK-NEXT:    func.return %[[C]]
+func.func @part_computed_after_the_group(%a: tensor<4x4xf32>, %b: tensor<4x4xf32>) -> tensor<8x4xf32> {
+  %p = fusion.group (%x = %a) : (tensor<4x4xf32>) -> (tensor<4x4xf32>) {
+    %0 = aten.exp %x : tensor<4x4xf32> -> tensor<4x4xf32>
+    fusion.yield %0 : tensor<4x4xf32>
+  }
+  %m = aten.mm %a, %b : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>
+  %c = aten.cat %p, %m dim = 0 : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<8x4xf32>
+  func.return %c : tensor<8x4xf32>
 }
 
 // -----
