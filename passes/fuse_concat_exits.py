@@ -217,6 +217,13 @@ class MergeGroupsOfCatParts(RewritePattern):
                 return  # one reduction domain per group: `fuse` decides those merges
             owners[v.op] = None
         through = [v for v in op.inputs if not _computed(v, block)]
+        if not owners:
+            # A cat of one part is a copy (a KV cache's `cat((past, k))` whose
+            # empty past the import dropped): a copy kernel, as Inductor makes
+            # it. Several parts no group computes stay one `torch.cat`.
+            if len(op.inputs) == 1 and _static(op.inputs[0]):
+                wrap_in_group(op, rewriter, self.state)
+            return
         if len(owners) == 1 and through and all(_static(v) for v in through):
             # One lone op and parts passed through (rotary embeddings'
             # `cat((-x2, x1))`): its group will hold the cat.

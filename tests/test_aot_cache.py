@@ -21,6 +21,7 @@ import fusec.frontend.importer
 import pytest
 import torch
 from fusec.api import aot_cache, specializing
+from fusec.api.compiled import graph_function
 from fusec.api.options import CompileOptions
 from fusec.api.training import compiled_graphs
 from fusec.runtime import cache as cache_mod
@@ -159,28 +160,44 @@ def test_symbolic_sizes_and_the_program_cache_off_write_no_entry(monkeypatch):
 
 
 def test_the_output_code_pickles_as_its_graph_and_compiles_again():
+    scale = torch.arange(8.0)
+
     # No annotations: under `from __future__ import annotations` they are
     # strings, which fx would record as the placeholders' types.
     def f(x, w):  # type: ignore[no-untyped-def]
-        return torch.nn.functional.gelu(x @ w).sigmoid() * 2
+        noise = torch.rand(8) * 0  # an argument-free op: must stay an op
+        return torch.nn.functional.gelu(x @ w).sigmoid() * scale + noise
 
     x, w = torch.randn(4, 8), torch.randn(8, 8)
     gm = torch.fx.experimental.proxy_tensor.make_fx(f)(x, w)
     for node in gm.graph.nodes:
         node.meta["stack_trace"] = f'File "model.py", line 3, in f\n    {node.name}'
     options = CompileOptions()
-    gm = aot_cache.as_loaded(gm)
     code = aot_cache.FusecOutputCode("forward", gm, options, None)
-    back = pickle.loads(pickle.dumps(code))
+    # AOTAutograd copies and pickles the entry under its fake mode.
+    with torch._subclasses.fake_tensor.FakeTensorMode():
+        back = pickle.loads(pickle.dumps(copy.copy(code)))
     assert back.function is None and back.kind == "forward" and back.options == options
     assert back.gm.code == gm.code  # the key fusec's warm start computes is the same
+    assert type(back.gm).__name__ == type(gm).__name__
     for a, b in zip(gm.graph.nodes, back.gm.graph.nodes, strict=True):
+        assert (a.name, a.op, a.target) == (b.name, b.op, b.target)
         assert b.meta["stack_trace"] == a.meta["stack_trace"]
         if isinstance(a.meta.get("val"), torch.Tensor):
             assert b.meta["val"].shape == a.meta["val"].shape
-            assert b.meta["val"].stride() == a.meta["val"].stride()
             assert b.meta["val"].dtype == a.meta["val"].dtype
-    back.post_compile([], None, {})
+    assert torch.ops.aten.rand.default in {n.target for n in back.gm.graph.nodes}
+    constants = [n.target for n in gm.graph.nodes if n.op == "get_attr"]
+    assert constants
+    for name in constants:  # real values, not the fake ones of the pickled graph
+        torch.testing.assert_close(getattr(back.gm, name), getattr(gm, name))
+    # Loaded outside fusec's compile, the graph runs eagerly (still right).
+    eager = pickle.loads(pickle.dumps(code))
+    torch.testing.assert_close(eager([x, w]), f(x, w))
+    # Loaded in it, fusec compiles the graph.
+    holder = torch.fx.GraphModule(torch.nn.Module(), torch.fx.Graph())
+    with aot_cache.caching(holder, options, lambda kind, g: graph_function(g, options)):
+        back.post_compile([], None, {})
     args = [x, w]
     out = back(args)
     assert args == []  # boxed: the caller's list is emptied

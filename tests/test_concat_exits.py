@@ -198,6 +198,24 @@ def test_a_part_no_group_computes_is_copied_by_the_exit(dtype):
     torch.testing.assert_close(f(x, yt), fn(x, yt))
 
 
+def test_a_cat_of_one_part_no_group_computes_is_a_copy_kernel():
+    def fn(x, w):
+        k = (x @ w).view(2, 4, 3, 8).transpose(1, 2)  # a KV cache's `cat((past, k))`
+        return torch.cat([k], dim=-2), torch.cat([x, x.t().t()], 0)
+
+    torch._dynamo.reset()
+    f = torch.compile(fn, backend="fusec")
+    x, w = torch.randn(8, 12), torch.randn(12, 24)
+    for got, want in zip(f(x, w), fn(x, w), strict=True):
+        torch.testing.assert_close(got, want)
+        assert got.is_contiguous()
+    with torch.profiler.profile() as prof:
+        f(x, w)
+    # The one-part cat is a kernel; `cat((x, x))` of no computed part stays one.
+    assert [e.name for e in prof.events()].count("aten::cat") == 1
+    assert fusec.dynamo_graphs()[-1].launches_per_call == 1
+
+
 def _rotary(q, cos, sin):
     # Hugging Face Llama's `apply_rotary_pos_emb` with its `rotate_half`.
     half = q.shape[-1] // 2

@@ -35,7 +35,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import pickle
+import logging
+import operator
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
@@ -45,6 +46,7 @@ import torch.fx
 
 try:  # torch 2.9 and later: serializable compilers, bundled entries, eager backward
     import torch._functorch.config as _functorch_config
+    import torch.fx._graph_pickler  # noqa: F401 - the graph's pickle
     from torch._inductor.output_code import OutputCode as _OutputCode
 
     SUPPORTED = all(
@@ -70,6 +72,8 @@ key (`AOTAutogradCacheDetails` hashes the module's attributes)."""
 Adopt = Callable[[str, torch.fx.GraphModule], "CompiledFunction"]
 """Makes and records the `CompiledFunction` of one AOTAutograd graph of a kind
 ("forward", "backward", "inference"): `AutogradCompilers.adopt`."""
+
+log = logging.getLogger("fusec")
 
 _loading = threading.local()
 
@@ -109,19 +113,31 @@ class FusecOutputCode(_OutputCode):
         return self.function(*args)
 
     def __getstate__(self) -> dict[str, Any]:
-        # The graph pickles as its code (`GraphModule.__reduce__`), without its
-        # nodes' `meta`; the compiled function is this process's, made on load.
+        # The graph node for node, names, targets and recorded values kept
+        # (`GraphPickler`; `GraphModule`'s own pickle traces its code again,
+        # which renames nodes and bakes an argument-free `rand` into a
+        # constant). `GraphPickler` keeps tensors as fake ones, so the graph's
+        # constants (`get_attr`) go beside it, saved with their values. The
+        # compiled function is this process's, made again on load.
+        from torch.fx._graph_pickler import GraphPickler, Options
+
         return {
             "kind": self.kind,
-            "gm": _reduced(self.gm),
-            "meta": _node_meta(self.gm),
+            "gm": GraphPickler.dumps(self.gm, Options(ops_filter=None)),
+            "constants": _constants_data(self.gm),
+            "class_name": type(self.gm).__name__,
             "options": self.options,
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        rebuild, args = state["gm"]
-        gm = rebuild(*args)
-        _restore_node_meta(gm, state["meta"])
+        from torch._subclasses.fake_tensor import FakeTensorMode
+        from torch.fx._graph_pickler import GraphPickler
+
+        loaded = GraphPickler.loads(state["gm"], FakeTensorMode())
+        root = {**_constants(loaded), **_constants_from_data(state["constants"])}
+        # A module of the graph as AOTAutograd made it: class name and all
+        # (fusec's warm-start key reads it), real constants, a `forward`.
+        gm = torch.fx.GraphModule(root, loaded.graph, class_name=state["class_name"])
         self.__init__(state["kind"], gm, state["options"], None)  # type: ignore[misc]
 
     def prepare_for_serialization(self) -> None:
@@ -138,82 +154,53 @@ class FusecOutputCode(_OutputCode):
 
     def _adopt(self) -> None:
         adopt: Adopt | None = getattr(_loading, "adopt", None)
-        if adopt is None:  # loaded outside `loading_into` (a lazily loaded backward)
-            from fusec.api.backend import remember_graph
-            from fusec.api.compiled import CompileOptions, graph_function
-
-            options = self.options or CompileOptions()
-            self.function = remember_graph(graph_function(self.gm, options))
-        else:
+        if adopt is not None:
             self.function = adopt(self.kind, self.gm)
+            return
+        # Loaded outside `caching` (AOTAutograd loads both halves inside it,
+        # so nothing does today): the graph runs eagerly, never wrongly.
+        log.warning("fusec: a cached %s graph was loaded outside fusec; it runs eagerly", self.kind)
+        self.function = self.gm  # type: ignore[assignment]
 
 
-def _reduced(gm: torch.fx.GraphModule) -> tuple[Callable[..., Any], tuple[Any, ...]]:
-    """`gm.__reduce__()` without the module's `meta` (AOTAutograd's tracing
-    state, which does not pickle), as `serialize_graph_module` does."""
-    saved = gm.meta
-    gm.meta = {}
-    try:
-        return gm.__reduce__()
-    finally:
-        gm.meta = saved
+def _constants(gm: torch.fx.GraphModule) -> dict[str, Any]:
+    """The values of `gm`'s `get_attr` nodes, by target."""
+    return {
+        str(node.target): operator.attrgetter(str(node.target))(gm)
+        for node in gm.graph.nodes
+        if node.op == "get_attr"
+    }
 
 
-def _node_meta(gm: torch.fx.GraphModule) -> list[tuple[str, Any, Any]]:
-    """Per node, what fusec reads of its `meta` and a pickled graph loses: its
-    source line (`stack_trace`, for `fusec.explain`, and the comments of
-    `gm.code`, which fusec's warm-start key hashes) and its recorded tensor's
-    size, strides and dtype (the placeholders' sizes are in that key too)."""
-    meta = []
-    for node in gm.graph.nodes:
-        val = node.meta.get("val")
-        layout = None
-        if isinstance(val, torch.Tensor) and val.layout == torch.strided:
-            layout = (tuple(val.shape), tuple(val.stride()), val.dtype, val.requires_grad)
-        meta.append((node.op, node.meta.get("stack_trace"), layout))
-    return meta
-
-
-def _restore_node_meta(gm: torch.fx.GraphModule, meta: list[tuple[str, Any, Any]]) -> None:
-    """`_node_meta` back onto a loaded graph, node by node (a loaded graph's
-    nodes are the pickled one's, in order, renamed by the trace that rebuilds
-    it); recorded tensors become `meta` tensors of the recorded layout (static
-    sizes only: symbolic graphs are not cached)."""
-    nodes = list(gm.graph.nodes)
-    if len(nodes) != len(meta) or any(n.op != m[0] for n, m in zip(nodes, meta, strict=True)):
-        return  # not the graph the meta was taken from: keep what the load made
-    for node, (_, trace, layout) in zip(nodes, meta, strict=True):
-        if trace is not None:
-            node.meta["stack_trace"] = trace
-        if layout is not None:
-            shape, stride, dtype, requires_grad = layout
-            val = torch.empty_strided(shape, stride, dtype=dtype, device="meta")
-            node.meta["val"] = val.requires_grad_(requires_grad)
-    gm.recompile()
-
-
-def as_loaded(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
-    """`gm` as a cache hit in another process will load it: pickled and traced
-    again, which renames its nodes. fusec compiles this copy on a miss, so that
-    its warm-start key (which hashes the code, names and all) is the one a
-    load computes. `gm` itself where it does not pickle (no entry is written)."""
+def _constants_data(gm: torch.fx.GraphModule) -> dict[str, tuple[str, str, tuple[int, ...], bytes]]:
+    """`gm`'s tensor constants as (device, dtype, size, bytes). Not `torch.save`:
+    AOTAutograd copies the entry under its fake mode, where a saved or loaded
+    tensor comes back fake, and its data lost."""
     from torch._subclasses.fake_tensor import unset_fake_temporarily
 
-    # AOTAutograd compiles under its fake mode, where an unpickled constant
-    # would come back a fake tensor.
+    data = {}
     with unset_fake_temporarily():
-        try:
-            rebuild, args = pickle.loads(pickle.dumps(_reduced(gm)))
-            loaded = rebuild(*args)
-        except Exception:  # noqa: BLE001 - AOTAutograd bypasses its cache for it too
-            return gm
-    _restore_node_meta(loaded, _node_meta(gm))
-    return loaded
+        for name, t in _constants(gm).items():
+            if isinstance(t, torch.Tensor):
+                flat = t.detach().cpu().contiguous().reshape(-1)
+                raw = flat.view(torch.uint8).numpy().tobytes() if flat.numel() else b""
+                data[name] = (str(t.device), str(t.dtype), tuple(t.shape), raw)
+    return data
 
 
-def caching_now() -> bool:
-    """Whether this thread is inside `caching` (compiling for a cached entry)."""
-    return getattr(_loading, "adopt", None) is not None
+def _constants_from_data(
+    data: dict[str, tuple[str, str, tuple[int, ...], bytes]],
+) -> dict[str, torch.Tensor]:
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+    out = {}
+    with unset_fake_temporarily():
+        for name, (device, dtype_name, shape, raw) in data.items():
+            dtype = getattr(torch, dtype_name.removeprefix("torch."))
+            flat = torch.frombuffer(bytearray(raw), dtype=torch.uint8) if raw else None
+            t = torch.empty(0, dtype=dtype) if flat is None else flat.view(dtype)
+            out[name] = t.reshape(shape).clone().to(device)
+    return out
 
 
 def cacheable(options: CompileOptions, static: bool) -> bool:

@@ -132,12 +132,10 @@ class AutogradCompilers:
         return function
 
     def compiler(self, kind: str) -> Callable[[torch.fx.GraphModule, Sequence[Any]], Any]:
-        from fusec.api.aot_cache import FusecOutputCode, as_loaded, caching_now
+        from fusec.api.aot_cache import FusecOutputCode
 
         def compile_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Any:
             # The example inputs are fake tensors: fusec specializes on the first real call.
-            if caching_now():
-                gm = as_loaded(gm)
             return FusecOutputCode(kind, gm, self.options, self.adopt(kind, gm))
 
         return compile_graph

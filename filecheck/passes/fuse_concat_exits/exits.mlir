@@ -244,6 +244,27 @@ func.func @part_sliced_after_the_group(%q: tensor<2x8xf32>) -> tensor<2x8xf32> {
 
 // -----
 
+// A cat of one part no group computes is a copy kernel of its own (a KV
+// cache's `cat((past, k))` whose empty past the import dropped); one of
+// several such parts stays PyTorch's.
+// CHECK-LABEL: func.func @only_passed_through_parts
+// CHECK-SAME:    (%[[A:.*]]: tensor<2x3xf32>)
+// CHECK-NEXT:    %[[T:.*]] = aten.transpose %[[A]]
+// CHECK-NEXT:    %[[C:.*]] = fusion.group (%[[X:.*]] = %[[T]]) : (tensor<3x2xf32>) -> (tensor<3x2xf32>) {
+// CHECK-NEXT:      %[[CAT:.*]] = aten.cat %[[X]] dim = 0
+// CHECK-NEXT:      fusion.yield %[[CAT]] : tensor<3x2xf32>
+// CHECK-NEXT:    }
+// CHECK-NEXT:    %[[D:.*]] = aten.cat %[[A]], %[[A]] dim = 0
+// CHECK-NEXT:    func.return %[[C]], %[[D]]
+func.func @only_passed_through_parts(%a: tensor<2x3xf32>) -> (tensor<3x2xf32>, tensor<4x3xf32>) {
+  %t = aten.transpose %a dim0 = 0 dim1 = 1 : tensor<2x3xf32> -> tensor<3x2xf32>
+  %c = aten.cat %t dim = 0 : tensor<3x2xf32> -> tensor<3x2xf32>
+  %d = aten.cat %a, %a dim = 0 : tensor<2x3xf32>, tensor<2x3xf32> -> tensor<4x3xf32>
+  func.return %c, %d : tensor<3x2xf32>, tensor<4x3xf32>
+}
+
+// -----
+
 // Negative: a part of symbolic sizes is not passed through (a `?` could be 1
 // at run time and broadcast against the group's index space).
 // CHECK-LABEL: func.func @symbolic_part
