@@ -32,7 +32,10 @@ index space), and the group stays within `arg-limit`.
 
 A part no group or pointwise op computes (an argument, a view, an op run
 through PyTorch) is passed through: it becomes an input of the group, and the
-kernel copies it into its slice, as `torch.cat` would. Rotary embeddings'
+kernel copies it into its slice, as `torch.cat` would. With symbolic sizes its
+`?` dims may differ from the group's at run time: a size 1 is specialized (the
+types then differ and the cat stays), other sizes that do not broadcast make
+the kernel decline, and PyTorch's cat runs. Rotary embeddings'
 `rotate_half`, `cat((-x2, x1))`, is then one kernel, not a `neg` and a `cat`:
 
     %n = aten.neg %x2 ; %c = aten.cat %n, %x1 dim = -1
@@ -66,7 +69,7 @@ from dataclasses import dataclass, field
 
 from fusec.dialects.aten import CatOp, Reduction, ShapeOpBase
 from fusec.dialects.fusion import GroupOp, YieldOp
-from fusec.dialects.inference import DYNAMIC, normalize_dim
+from fusec.dialects.inference import normalize_dim
 from fusec.passes.aliasing import tensor_roots, written_between
 from fusec.passes.fusion_utils import (
     DEFAULT_ARG_LIMIT,
@@ -101,13 +104,6 @@ def _computed(v: SSAValue, block: Block) -> bool:
         and v.op.parent is block
         and (isinstance(v.op, GroupOp) or is_pointwise(v.op))
     )
-
-
-def _static(v: SSAValue) -> bool:
-    """A tensor of static sizes: a part passed through must have them, as only
-    the group's own results share its index space whatever the sizes are (a
-    `?` could be 1 at run time, and the part would broadcast)."""
-    return isinstance(v.type, TensorType) and DYNAMIC not in v.type.get_shape()
 
 
 def _available_at(v: SSAValue, group: GroupOp) -> bool:
@@ -153,7 +149,7 @@ def _exit_group(cat: CatOp) -> tuple[GroupOp, list[SSAValue], list[Operation]] |
     block = cat.parent_block()
     moves: list[Operation] = []
     if block is None or any(
-        _computed(v, block) or not _static(v) or not _hoistable(v, owner, moves) for v in through
+        _computed(v, block) or not _hoistable(v, owner, moves) for v in through
     ):
         return None
     return owner, list(dict.fromkeys(through)), moves
@@ -221,10 +217,10 @@ class MergeGroupsOfCatParts(RewritePattern):
             # A cat of one part is a copy (a KV cache's `cat((past, k))` whose
             # empty past the import dropped): a copy kernel, as Inductor makes
             # it. Several parts no group computes stay one `torch.cat`.
-            if len(op.inputs) == 1 and _static(op.inputs[0]):
+            if len(op.inputs) == 1:
                 wrap_in_group(op, rewriter, self.state)
             return
-        if len(owners) == 1 and through and all(_static(v) for v in through):
+        if len(owners) == 1 and through:
             # One lone op and parts passed through (rotary embeddings'
             # `cat((-x2, x1))`): its group will hold the cat.
             (only,) = owners

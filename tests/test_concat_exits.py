@@ -236,16 +236,18 @@ def test_rotate_half_runs_as_a_kernel_with_no_neg_or_cat_call():
     assert sum(g.launches_per_call for g in fusec.dynamo_graphs()[-1:]) == 2
 
 
-def test_a_part_of_symbolic_sizes_is_not_passed_through():
-    """Under `dynamic=True` a part's `?` dims may differ from the group's at run
-    time (a 1 would broadcast): such a cat stays PyTorch's."""
+def test_a_part_of_symbolic_sizes_is_passed_through_only_where_sizes_agree():
+    """Under `dynamic=True` a passed-through part's `?` dims may differ from the
+    group's at run time: a size 1 is specialized (a program of its own, where
+    the parts' types differ and the cat stays PyTorch's); other sizes that do
+    not broadcast make the kernel decline, and PyTorch's cat runs."""
 
     def fn(x, y):
         return torch.cat([torch.exp(x), y], 0)
 
     torch._dynamo.reset()
     f = torch.compile(fn, backend="fusec", dynamic=True)
-    for n, m in ((3, 3), (4, 1), (2, 5)):
+    for n, m in ((3, 3), (4, 1), (1, 4), (2, 5), (6, 6)):
         x, y = torch.randn(n, 3), torch.randn(m, 3)
         torch.testing.assert_close(f(x, y), fn(x, y))
 

@@ -21,10 +21,12 @@
 
 // FUSED-LABEL: func.func @scaled_softmax
 // FUSED:         %[[N:.*]] = aten.sym_size
-// FUSED:         %[[G:.*]] = fusion.group (%[[A:.*]] = %[[N]], %{{.*}}) : (i64, tensor<?x?xf32>, tensor<?xf32>) -> (tensor<?x?xf32>)
-// FUSED:           aten.mul %{{.*}}, %[[A]] : tensor<?x?xf32>, i64 -> tensor<?x?xf32>
-// FUSED:         %[[V:.*]] = aten.opaque "aten.view.default"
+// The cat is the group's exit, `%x` passed through into its second slice.
+// FUSED:         %[[G:.*]], %[[C:.*]] = fusion.group (%[[A:.*]] = %[[N]], %[[XA:.*]] = %[[X:.*]], %{{.*}}) : (i64, tensor<?x?xf32>, tensor<?xf32>) -> (tensor<?x?xf32>, tensor<?x?xf32>)
+// FUSED:           %[[M:.*]] = aten.mul %{{.*}}, %[[A]] : tensor<?x?xf32>, i64 -> tensor<?x?xf32>
+// FUSED:           aten.cat %[[M]], %[[XA]] dim = 0
+// FUSED:         %[[V:.*]] = aten.opaque "aten.view.default"{{.*}}(%[[G]])
 // FUSED:         fusion.group (%{{.*}} = %[[V]]) : (tensor<?x2x?xf32>) -> (tensor<?x2x?xf32>)
 // FUSED:           aten.amax %{{.*}} dims = [2] keepdim = true : tensor<?x2x?xf32> -> tensor<?x2x1xf32>
 // FUSED:           aten.sum
-// FUSED:         aten.cat %[[G]]
+// FUSED:         func.return %{{.*}}, %[[C]]

@@ -265,23 +265,6 @@ func.func @only_passed_through_parts(%a: tensor<2x3xf32>) -> (tensor<3x2xf32>, t
 
 // -----
 
-// Negative: a part of symbolic sizes is not passed through (a `?` could be 1
-// at run time and broadcast against the group's index space).
-// CHECK-LABEL: func.func @symbolic_part
-// CHECK:         }
-// CHECK-NEXT:    %[[C:.*]] = aten.cat %{{.*}}, %{{.*}} dim = 0
-// CHECK-NEXT:    func.return %[[C]]
-func.func @symbolic_part(%a: tensor<?x4xf32>, %b: tensor<?x4xf32>) -> tensor<?x4xf32> {
-  %p = fusion.group (%x = %a) : (tensor<?x4xf32>) -> (tensor<?x4xf32>) {
-    %0 = aten.exp %x : tensor<?x4xf32> -> tensor<?x4xf32>
-    fusion.yield %0 : tensor<?x4xf32>
-  }
-  %c = aten.cat %p, %b dim = 0 : tensor<?x4xf32>, tensor<?x4xf32> -> tensor<?x4xf32>
-  func.return %c : tensor<?x4xf32>
-}
-
-// -----
-
 // Negative: a part computed after the group (by an op fusec runs through
 // PyTorch) is not there yet where the group writes the cat.
 // CHECK-LABEL: func.func @part_computed_after_the_group
