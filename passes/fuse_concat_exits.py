@@ -301,7 +301,7 @@ class MoveCatIntoGroup(RewritePattern):
         # write between the group and the cat to anything the parts view.
         for view in moves:
             view.detach()
-            rewriter.insert_op(view, InsertPoint.before(group))
+            rewriter.insert(view, InsertPoint.before(group))
         rank = types[0].get_num_dims()
         body = Region()
         group.body.move_blocks(body)
