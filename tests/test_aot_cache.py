@@ -242,3 +242,19 @@ def test_a_second_process_loads_the_graphs_from_the_first(tmp_path):
         runs.append(json.loads(p.stdout.strip().splitlines()[-1]))
     assert runs[0]["aot"].get("autograd_cache_saved") == 1 and runs[0]["same"]
     assert runs[1]["aot"].get("autograd_cache_hit") == 1 and runs[1]["same"], runs
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64, torch.bool])
+def test_constants_round_trip_without_numpy(monkeypatch, dtype):
+    """numpy is not one of fusec's dependencies: saving an entry must not need it."""
+
+    def no_numpy(self: torch.Tensor) -> Any:
+        raise RuntimeError("Numpy is not available")
+
+    monkeypatch.setattr(torch.Tensor, "numpy", no_numpy)
+    c = torch.arange(6.0).reshape(2, 3).to(dtype)
+    gm = torch.fx.experimental.proxy_tensor.make_fx(lambda x: x + c)(torch.zeros(2, 3))
+    back = aot_cache._constants_from_data(aot_cache._constants_data(gm))
+    assert back
+    for name, value in back.items():
+        assert torch.equal(value, getattr(gm, name))

@@ -183,7 +183,8 @@ def _constants_data(gm: torch.fx.GraphModule) -> dict[str, tuple[str, str, tuple
         for name, t in _constants(gm).items():
             if isinstance(t, torch.Tensor):
                 flat = t.detach().cpu().contiguous().reshape(-1)
-                raw = flat.view(torch.uint8).numpy().tobytes() if flat.numel() else b""
+                # `tolist`, not `numpy()`: numpy is not one of fusec's dependencies.
+                raw = bytes(flat.view(torch.uint8).tolist())
                 data[name] = (str(t.device), str(t.dtype), tuple(t.shape), raw)
     return data
 
