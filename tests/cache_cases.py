@@ -8,7 +8,30 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import pytest
 import torch
+
+
+class CompileCounts:
+    """Counts imports (fx graph -> IR) and pipeline runs: a warm start makes none."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch):
+        import fusec.frontend.importer
+        from fusec.api import specializing
+
+        self.imports = self.pipelines = 0
+        real_import, real_pipeline = fusec.frontend.importer.import_fx, specializing.run_pipeline
+
+        def import_fx(*a: Any, **k: Any) -> Any:
+            self.imports += 1
+            return real_import(*a, **k)
+
+        def run_pipeline(*a: Any, **k: Any) -> Any:
+            self.pipelines += 1
+            return real_pipeline(*a, **k)
+
+        monkeypatch.setattr(fusec.frontend.importer, "import_fx", import_fx)
+        monkeypatch.setattr(specializing, "run_pipeline", run_pipeline)
 
 
 def tail_args() -> list[torch.Tensor]:

@@ -17,15 +17,17 @@ from pathlib import Path
 from typing import Any
 
 import fusec
-import fusec.frontend.importer
+import fusec.api.partition
 import pytest
 import torch
-from fusec.api import aot_cache, specializing
+from fusec.api import aot_cache
 from fusec.api.compiled import graph_function
 from fusec.api.options import CompileOptions
 from fusec.api.training import compiled_graphs
 from fusec.runtime import cache as cache_mod
 from torch import nn
+
+from tests.cache_cases import CompileCounts
 
 
 def _model() -> nn.Module:
@@ -75,25 +77,6 @@ def _entries() -> list[Path]:
     return sorted(p for p in root.rglob("*") if p.is_file()) if root.exists() else []
 
 
-class _Compiles:
-    """Counts fusec's imports (fx graph -> IR) and pipeline runs."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch):
-        self.count = 0
-        real_import, real_pipeline = fusec.frontend.importer.import_fx, specializing.run_pipeline
-
-        def import_fx(*a: Any, **k: Any) -> Any:
-            self.count += 1
-            return real_import(*a, **k)
-
-        def run_pipeline(*a: Any, **k: Any) -> Any:
-            self.count += 1
-            return real_pipeline(*a, **k)
-
-        monkeypatch.setattr(fusec.frontend.importer, "import_fx", import_fx)
-        monkeypatch.setattr(specializing, "run_pipeline", run_pipeline)
-
-
 def test_a_second_compile_loads_both_graphs_without_tracing_or_compiling(monkeypatch):
     model, x = _model(), torch.randn(5, 8)
     want = _eager(model, x)
@@ -101,7 +84,7 @@ def test_a_second_compile_loads_both_graphs_without_tracing_or_compiling(monkeyp
     assert _counters().get("autograd_cache_saved") == 1
     assert len(_entries()) == 1
 
-    compiles = _Compiles(monkeypatch)
+    counts = CompileCounts(monkeypatch)
     traced: list[str] = []
     real_partition = fusec.api.partition.fusec_partition
 
@@ -118,7 +101,7 @@ def test_a_second_compile_loads_both_graphs_without_tracing_or_compiling(monkeyp
     assert traced == []  # AOTAutograd neither traced nor partitioned
     # fusec's warm start found the programs of the loaded graphs: on a miss
     # fusec compiled the graphs as a load renames them.
-    assert compiles.count == 0
+    assert (counts.imports, counts.pipelines) == (0, 0)
     loaded = compiled_graphs()[before:]
     assert sorted(g.kind for g in loaded) == ["backward", "forward"]
     assert all(g.launches_per_call > 0 for g in loaded)

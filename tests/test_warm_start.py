@@ -13,14 +13,13 @@ import textwrap
 from pathlib import Path
 
 import fusec
-import fusec.frontend.importer
 import pytest
 import torch
-from fusec.api import specializing
 from fusec.runtime import cache as cache_mod
 from fusec.runtime import program_cache
 from reference_models import lstm_tail
 
+from tests.cache_cases import CompileCounts
 from tests.cache_cases import check_outputs as _check
 from tests.cache_cases import tail_args as _args
 
@@ -29,30 +28,11 @@ def _hosts(cache_dir: Path) -> list[Path]:
     return sorted((cache_dir / "hosts").rglob("*.bin"))
 
 
-class _Imports:
-    """Counts imports (fx graph -> IR) and pipeline runs."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch):
-        self.imports = self.pipelines = 0
-        real_import, real_pipeline = fusec.frontend.importer.import_fx, specializing.run_pipeline
-
-        def import_fx(*a, **k):
-            self.imports += 1
-            return real_import(*a, **k)
-
-        def run_pipeline(*a, **k):
-            self.pipelines += 1
-            return real_pipeline(*a, **k)
-
-        monkeypatch.setattr(fusec.frontend.importer, "import_fx", import_fx)
-        monkeypatch.setattr(specializing, "run_pipeline", run_pipeline)
-
-
 def test_a_warm_hit_needs_no_import_and_loads_kernels_by_key(cache_dir, monkeypatch):
     args = _args()
     _check(fusec.compile(lstm_tail)(*args), lstm_tail(*args))
     assert len(_hosts(cache_dir)) == 1
-    counts = _Imports(monkeypatch)
+    counts = CompileCounts(monkeypatch)
     cache_mod.reset()  # as a new process: kernels come from disk
     g = fusec.compile(lstm_tail)
     _check(g(*args), lstm_tail(*args))
@@ -70,7 +50,7 @@ def test_a_warm_hit_needs_no_import_and_loads_kernels_by_key(cache_dir, monkeypa
 
 def test_other_sizes_of_one_pattern_share_the_entry(cache_dir, monkeypatch):
     fusec.compile(lstm_tail)(*_args())
-    counts = _Imports(monkeypatch)
+    counts = CompileCounts(monkeypatch)
     args = [torch.randn(3, 16), torch.randn(3, 4)]
     g = fusec.compile(lstm_tail)
     _check(g(*args), lstm_tail(*args))
@@ -95,7 +75,7 @@ def halves(x: torch.Tensor) -> torch.Tensor:
 def test_sizes_that_cut_otherwise_miss(cache_dir, monkeypatch):
     x = torch.randn(4, 8)
     torch.testing.assert_close(fusec.compile(halves)(x), halves(x))
-    counts = _Imports(monkeypatch)
+    counts = CompileCounts(monkeypatch)
     y = torch.randn(4, 2)  # chunk(2) of 2 is pieces of size 1: they broadcast otherwise
     torch.testing.assert_close(fusec.compile(halves)(y), halves(y))
     assert counts.imports == 1
@@ -111,7 +91,7 @@ def test_a_changed_graph_misses(cache_dir, monkeypatch):
         return torch.sigmoid(o) * torch.tanh(cy), cy
 
     other.__name__ = lstm_tail.__name__  # only the code differs
-    counts = _Imports(monkeypatch)
+    counts = CompileCounts(monkeypatch)
     _check(fusec.compile(other)(*args), other(*args))
     assert counts.imports == 1 and len(_hosts(cache_dir)) == 2
 
@@ -119,7 +99,7 @@ def test_a_changed_graph_misses(cache_dir, monkeypatch):
 def test_another_dtype_misses(cache_dir, monkeypatch):
     args = _args()
     fusec.compile(lstm_tail)(*args)
-    counts = _Imports(monkeypatch)
+    counts = CompileCounts(monkeypatch)
     doubles = [a.double() for a in args]
     _check(fusec.compile(lstm_tail)(*doubles), lstm_tail(*doubles))
     assert counts.imports == 1 and len(_hosts(cache_dir)) == 2
@@ -171,7 +151,7 @@ def test_a_damaged_entry_falls_back_to_compiling(cache_dir, monkeypatch, damage)
         for k in (cache_dir / "kernels").rglob("*.bin"):
             k.unlink()
     cache_mod.reset()
-    counts = _Imports(monkeypatch)
+    counts = CompileCounts(monkeypatch)
     g = fusec.compile(lstm_tail)
     _check(g(*args), lstm_tail(*args))
     assert counts.imports == 1 and g.launches_per_call == 1
@@ -190,7 +170,7 @@ def test_a_program_with_opaque_calls_warm_starts(cache_dir, monkeypatch):
     torch.testing.assert_close(fusec.compile(uses_cumsum)(*args), uses_cumsum(*args))
     (entry,) = _hosts(cache_dir)
     assert b"aten::embedding" in entry.read_bytes() and b'"cumsum"' in entry.read_bytes()
-    counts = _Imports(monkeypatch)
+    counts = CompileCounts(monkeypatch)
     cache_mod.reset()
     g = fusec.compile(uses_cumsum)
     torch.testing.assert_close(g(*args), uses_cumsum(*args))
