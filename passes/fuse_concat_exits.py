@@ -203,16 +203,17 @@ class MergeGroupsOfCatParts(RewritePattern):
         if block is None or in_group(op):
             return
         owners: dict[Operation, None] = {}
+        through: list[SSAValue] = []
         for v in op.inputs:
             if not _computed(v, block):
-                continue  # passed through (`_computed`)
+                through.append(v)  # passed through (`_computed`)
+                continue
             assert isinstance(v, OpResult)
             if isinstance(v.op, GroupOp) and any(
                 o.has_trait(Reduction) for o in v.op.body.block.ops
             ):
                 return  # one reduction domain per group: `fuse` decides those merges
             owners[v.op] = None
-        through = [v for v in op.inputs if not _computed(v, block)]
         if not owners:
             # A cat of one part is a copy (a KV cache's `cat((past, k))` whose
             # empty past the import dropped): a copy kernel, as Inductor makes

@@ -24,10 +24,10 @@ into the entry). Their key is PyTorch's (the graph, its inputs, the autograd
 config, torch's version) plus `FUSEC_KEY_ATTR`, an attribute of the graph
 module that the key hashes: fusec's source fingerprint and its options, so no
 entry made by Inductor, by another fusec, or with other options is ever loaded.
-Graphs with symbolic sizes are not cached (AOTAutograd lowers their backward
-lazily, after the entry could be written), nor are those compiled with a
-kernel cache object of the caller's (`CompileOptions.cache`), which does not
-pickle. `FUSEC_PROGRAM_CACHE=0`, `program_cache=False` and
+Graphs with symbolic sizes are not cached (not tried: their recorded values
+hold symbols of Dynamo's shape environment, which a load does not have), nor are
+those compiled with a kernel cache object of the caller's
+(`CompileOptions.cache`), which does not pickle. `FUSEC_PROGRAM_CACHE=0`, `program_cache=False` and
 `torch.compiler.config.force_disable_caches` turn it off.
 """
 
@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 import torch.fx
 
-try:  # torch 2.9 and later: serializable compilers, bundled entries, eager backward
+try:  # a torch with serializable compilers, bundled entries, eager backward lowering
     import torch._functorch.config as _functorch_config
     import torch.fx._graph_pickler  # noqa: F401 - the graph's pickle
     from torch._inductor.output_code import OutputCode as _OutputCode
@@ -85,7 +85,9 @@ class FusecOutputCode(_OutputCode):
 
         code = FusecOutputCode("forward", fw_gm, options, function)
         code([x, w])                 # function(x, w); the list is emptied
-        pickle.loads(pickle.dumps(code)).post_compile([], None, {})   # compiles fw_gm again
+        loaded = pickle.loads(pickle.dumps(code))
+        with caching(dynamo_gm, options, compilers.adopt):
+            loaded.post_compile([], None, {})   # fw_gm compiled again, through `adopt`
     """
 
     def __init__(
@@ -231,6 +233,7 @@ def caching(gm: torch.fx.GraphModule, options: CompileOptions, adopt: Adopt) -> 
     """AOTAutograd's cache on, bundled, keyed to fusec for the compile of `gm`
     inside; loaded entries compile their graphs through `adopt`."""
     setattr(gm, FUSEC_KEY_ATTR, cache_key(options))
+    outer = getattr(_loading, "adopt", None)
     _loading.adopt = adopt
     try:
         # The backward compiles now, not at the first backward call: AOTAutograd
@@ -243,7 +246,7 @@ def caching(gm: torch.fx.GraphModule, options: CompileOptions, adopt: Adopt) -> 
         ):
             yield
     finally:
-        _loading.adopt = None
+        _loading.adopt = outer  # a compile inside another's gets the outer one back
 
 
 def serializable(compile_graph: Callable[..., Any]) -> Any:
