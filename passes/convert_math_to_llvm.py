@@ -133,7 +133,7 @@ class ExpandMathToPolynomial(RewritePattern):
             return
         em = poly.Emitter(ftype)
         fast = op.attributes.get(poly.SINCOS_RANGE) == StringAttr("fast")
-        # tables (sin/cos's 2/pi chunks, f64 erf's) are module globals
+        # tables (sin/cos's 2/pi chunks, erf's) are module globals
         if makers := poly.tables_used(op.name, ftype, fast):
             module = enclosing_module(op)
             if module is None:

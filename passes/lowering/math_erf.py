@@ -1,10 +1,10 @@
 """erf as straight-line llvm-dialect float ops (`convert-math-to-llvm` on the
 CPU; see `math_polynomials`): a table of erf and its slope at multiples of
-1/128 and Taylor terms around them (no exp, no division), summed in f64 for
-both types. f32 finds its table entry in f32 and rounds the f64 sum once:
-correctly rounded, and eager's (MKL's) values near +-1.
+1/128 and Taylor terms around them (no exp, no division), f32 in f32 (its own
+table, 2 ulp, eager's (MKL's) values near +-1) and f64 in f64.
 
     %y = math.erf %x : f64   ->   ... llvm.load from @__fusec_erf_table ...
+    %y = math.erf %x : f32   ->   ... llvm.load from @__fusec_erf_table_f32 (i64) ...
 """
 
 from __future__ import annotations
@@ -12,7 +12,12 @@ from __future__ import annotations
 import functools
 import math
 
-from fusec.passes.lowering.math_polynomials import Emitter, float_bits, table_load
+from fusec.passes.lowering.math_polynomials import (
+    Emitter,
+    float_bits,
+    table_load,
+    table_load_f32_pair,
+)
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
@@ -20,6 +25,7 @@ from xdsl.dialects.builtin import (
     TensorType,
     f32,
     f64,
+    i64,
 )
 from xdsl.ir import SSAValue
 
@@ -52,34 +58,13 @@ def erf_table_global() -> llvm.GlobalOp:
     return llvm.GlobalOp(ty, ERF_TABLE, "private", constant=True, value=value)
 
 
-def _erf_near(
-    ed: Emitter, erf_r: SSAValue, scale: SSAValue, r: SSAValue, d: SSAValue, to_d6: bool
-) -> SSAValue:
-    """erf(r + d) = erf(r) + s * (d - d^2 * P(r, d)), s = erf'(r) and P the
-    Taylor terms of erf around r to d^6 (`to_d6`) or d^5, whose coefficients
-    are polynomials in r (ARM optimized-routines' vector erf)."""
-    d2 = ed.mul(d, d)
-    r2 = ed.mul(r, r)
-    third = ed.c(1 / 3)
-    p1 = r
-    p2 = ed.sub(third, ed.mul(r2, ed.c(2 / 3)))
-    p3 = ed.mul(r, ed.add(ed.c(-0.5), ed.mul(r2, third)))
-    p4 = ed.sub(ed.c(-0.1), ed.mul(r2, ed.add(ed.c(-0.4), ed.mul(r2, ed.c(2 / 15)))))
-    p34 = ed.add(p3, ed.mul(d, p4))
-    if to_d6:
-        p5 = ed.add(ed.c(-2 / 9), ed.mul(r2, ed.c(2 / 45)))
-        p5 = ed.mul(r, ed.add(ed.c(1 / 6), ed.mul(r2, p5)))
-        p34 = ed.add(p34, ed.mul(d2, p5))
-    p12 = ed.add(p1, ed.mul(d, p2))
-    y = ed.add(p12, ed.mul(d2, p34))
-    return ed.add(erf_r, ed.mul(scale, ed.sub(d, ed.mul(d2, y))))
-
-
 def _erf_f64(ed: Emitter, x: SSAValue) -> SSAValue:
-    """erf|x| from r = |x| rounded to a multiple of 1/128 and d = |x| - r
-    (exact, |d| <= 1/256), erf(r) and s(r) read from the table, to d^6: two
-    table loads and 20 FMAs per lane, no exp, no division; 2 ulp. NaN and |x|
-    past the table read its last entry (the result is selected or NaN anyway)."""
+    """erf|x| = erf(r) + s(r) * (d - d^2 * P(r, d)) with r = |x| rounded to a
+    multiple of 1/128, d = |x| - r (exact, |d| <= 1/256), s = erf' (r) and P
+    the Taylor terms of erf around r to d^5, whose coefficients are
+    polynomials in r (ARM optimized-routines' vector erf): two table loads
+    and 20 FMAs per lane, no exp, no division; 2 ulp. NaN and |x| past the
+    table read its last entry (the result is selected or NaN anyway)."""
     a = ed.fabs(x)
     shift = ed.c(_ERF_SHIFT)
     z = ed.add_exact(a, shift)
@@ -90,39 +75,74 @@ def _erf_f64(ed: Emitter, x: SSAValue) -> SSAValue:
     scale = table_load(ed, ERF_TABLE, ed.iadd(at, ed.ci(1)))
     r = ed.sub_exact(z, shift)
     d = ed.sub_exact(a, r)
-    y = _erf_near(ed, erf_r, scale, r, d, to_d6=True)
+    d2 = ed.mul(d, d)
+    r2 = ed.mul(r, r)
+    third = ed.c(1 / 3)
+    p1 = r
+    p2 = ed.sub(third, ed.mul(r2, ed.c(2 / 3)))
+    p3 = ed.mul(r, ed.add(ed.c(-0.5), ed.mul(r2, third)))
+    p4 = ed.sub(ed.c(-0.1), ed.mul(r2, ed.add(ed.c(-0.4), ed.mul(r2, ed.c(2 / 15)))))
+    p5 = ed.add(ed.c(-2 / 9), ed.mul(r2, ed.c(2 / 45)))
+    p5 = ed.mul(r, ed.add(ed.c(1 / 6), ed.mul(r2, p5)))
+    p34 = ed.add(p3, ed.mul(d, p4))
+    p12 = ed.add(p1, ed.mul(d, p2))
+    y = ed.add(p12, ed.mul(d2, ed.add(p34, ed.mul(d2, p5))))
+    y = ed.add(erf_r, ed.mul(scale, ed.sub(d, ed.mul(d2, y))))
     y = ed.select(ed.cmp("ogt", a, ed.c(_ERF_MAX)), ed.c(1.0), y)
     return ed.copysign(y, x)
 
 
-_ERF_F32_MAX = 4.0  # the f32 form reads the table up to r = 4 (k = 512)
+ERF_F32_TABLE = "__fusec_erf_table_f32"
+"""Name of the private constant global holding (erf r, 2/sqrt(pi) e^(-r^2))
+for r = k/128, k = 0..512, rounded to f32 and packed in one i64 per k (erf r
+in the low half)."""
+_ERF_F32_LAST = 4 * _ERF_STEPS
+_ERF_F32_MAX = 4.0
 _ERF_F32_SHIFT = 2.0**16  # a + 2^16 rounds a <= 4 to a multiple of 2^(16-23) = 1/128
 _ERF_F32_ONE_FROM = 3.927734375
 _ERF_F32_BELOW_ONE = 1.0 - 2.0**-24  # the f32 just below 1
 
 
+@functools.cache
+def _erf_f32_table_words() -> list[int]:
+    words: list[int] = []
+    for k in range(_ERF_F32_LAST + 1):
+        r = k / _ERF_STEPS
+        # both positive: the word is a positive i64
+        erf_r = float_bits(math.erf(r), f32)
+        slope = float_bits(2 / math.sqrt(math.pi) * math.exp(-r * r), f32)
+        words.append(erf_r | slope << 32)
+    return words
+
+
+def erf_f32_table_global() -> llvm.GlobalOp:
+    """The f32 erf table as a private constant `llvm.mlir.global` of i64."""
+    words = _erf_f32_table_words()
+    ty = llvm.LLVMArrayType(IntAttr(len(words)), i64)
+    value = DenseIntOrFPElementsAttr.from_list(TensorType(i64, [len(words)]), words)
+    return llvm.GlobalOp(ty, ERF_F32_TABLE, "private", constant=True, value=value)
+
+
 def _erf_f32(em: Emitter, x: SSAValue) -> SSAValue:
-    """The f64 table form with r and d found in f32 (d = |x| - r is exact in
-    f32 too) and the sum rounded once to f32: correctly rounded (every f32
-    below 4.5 checked; the one exception, erf(1.8398030e-4), lies 2e-10 ulp
-    from a midpoint), but eager's values near +-1 (below). Only the sum is
-    f64, to d^5 (the d^6 term is below 2^-49 of erf for r <= 4): x widened
-    and reduced in f64, beside an f32 rational for |x| < 0.5 (every lane
-    computing both), took 1.6x this time, 1.35x eager's. The same sum in f32
-    (ARM's erff, 2 ulp) is faster again but not correctly rounded."""
-    ed = em.other(f64)
+    """The table form in f32, to d^3 (ARM optimized-routines' vector erff):
+    erf(r + d) = erf(r) + s * (d - r d^2 + (2 r^2 - 1) / 3 d^3), the d^4 term
+    at most 2^-32 of erf. Both table entries rounded to f32 and the sum's
+    roundings: 1.93 ulp at most, within an ulp of the correctly rounded value
+    from |x| = 1/128 on. The f64 form rounded once (correctly rounded) took
+    1.75x this time, from its two 64-bit loads per lane (this one reads one,
+    both entries packed) and its f64 sum at half the vector width."""
     a = em.fabs(x)
     shift = em.c(_ERF_F32_SHIFT)
     # NaN and |x| > 4 read r = 4: their result is NaN or +-1 (selected below)
     z = em.add_exact(em.select(em.cmp("ole", a, em.c(_ERF_F32_MAX)), a, em.c(_ERF_F32_MAX)), shift)
     k = em.isub(em.bits(z), em.ci(float_bits(_ERF_F32_SHIFT, f32)))
-    at = em.shl(k, em.ci(1))
-    erf_r = table_load(ed, ERF_TABLE, at)
-    scale = table_load(ed, ERF_TABLE, em.iadd(at, em.ci(1)))
+    erf_r, slope = table_load_f32_pair(em, ERF_F32_TABLE, k)
     r = em.sub_exact(z, shift)
     d = em.sub_exact(a, r)
-    y = _erf_near(ed, erf_r, scale, ed.ext(r, f64), ed.ext(d, f64), to_d6=False)
-    y = ed.trunc(y, f32)
+    d2 = em.mul(d, d)
+    c3 = em.sub(em.c(1 / 3), em.mul(em.mul(r, r), em.c(2 / 3)))
+    y = em.sub(d, em.mul(d2, em.add(r, em.mul(d, c3))))
+    y = em.add(erf_r, em.mul(slope, y))
     # Eager's f32 erf (MKL's) is +-1.0 exactly from |x| = 3.927734375 on and
     # 0.99999994 below, where the correctly rounded value is already 1.0 from
     # 3.9192: kept so, `.to(int)` of the result flips nowhere.

@@ -11,7 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from fusec.passes.lowering.math_erf import ERF_TABLE, erf, erf_table_global
+from fusec.passes.lowering.math_erf import (
+    ERF_F32_TABLE,
+    ERF_TABLE,
+    erf,
+    erf_f32_table_global,
+    erf_table_global,
+)
 from fusec.passes.lowering.math_polynomials import (
     EXP_RANGE,
     Emitter,
@@ -47,6 +53,8 @@ def tables_used(
     maker of the `llvm.mlir.global` a module needs once)."""
     if op_name in ("math.sin", "math.cos") and not fast:
         return [(TWO_OVER_PI_TABLE, two_over_pi_global)]
+    if op_name == "math.erf" and isinstance(ftype, Float32Type):
+        return [(ERF_F32_TABLE, erf_f32_table_global)]
     if op_name == "math.erf":
         return [(ERF_TABLE, erf_table_global)]
     return []

@@ -116,24 +116,26 @@ func.func @cos_full_f64(%x: f64) -> f64 {
 
 // -----
 
-// f32 erf: r = |x| rounded to 1/128 and d = |x| - r found in f32 (no fpext of
-// x), erf(r) and its slope read from the f64 table, the Taylor sum in f64
-// rounded once to f32 (no division); eager's 0.99999994 below |x| = 3.927734375
-// and +-1.0 from there.
+// f32 erf in f32 (no fpext, no division): r = |x| rounded to 1/128 and
+// d = |x| - r, erf(r) and its slope read as one i64 from the f32 table, Taylor
+// terms to d^3; eager's 0.99999994 below |x| = 3.927734375 and +-1.0 from there.
 // CHECK-LABEL: func.func @erf_f32
 // CHECK-SAME:    (%[[X:.*]]: f32)
 // CHECK:         %[[A:.*]] = llvm.intr.fabs(%[[X]]) : (f32) -> f32
 // CHECK:         %[[SHIFT:.*]] = llvm.mlir.constant(6.553600e+04 : f32) : f32
-// CHECK-NOT:     llvm.fpext
-// CHECK:         llvm.mlir.addressof @__fusec_erf_table : !llvm.ptr
-// CHECK:         llvm.load %{{.*}} : !llvm.ptr -> f64
-// CHECK:         llvm.load %{{.*}} : !llvm.ptr -> f64
+// CHECK:         llvm.mlir.addressof @__fusec_erf_table_f32 : !llvm.ptr
+// CHECK:         %[[W:.*]] = llvm.load %{{.*}} : !llvm.ptr -> i64
+// CHECK:         %[[HIGH:.*]] = llvm.lshr %[[W]], %{{.*}} : i64
+// CHECK:         %[[LO:.*]] = llvm.trunc %[[W]] : i64 to i32
+// CHECK:         %[[ERF_R:.*]] = llvm.bitcast %[[LO]] : i32 to f32
+// CHECK:         %[[HI:.*]] = llvm.trunc %[[HIGH]] : i64 to i32
+// CHECK:         %[[SLOPE:.*]] = llvm.bitcast %[[HI]] : i32 to f32
 // CHECK:         %[[R:.*]] = llvm.fsub %{{.*}}, %[[SHIFT]] : f32
 // CHECK:         %[[D:.*]] = llvm.fsub %[[A]], %[[R]] : f32
-// CHECK:         llvm.fpext %[[R]] : f32 to f64
-// CHECK:         llvm.fpext %[[D]] : f32 to f64
+// CHECK-NOT:     llvm.fpext
 // CHECK-NOT:     llvm.fdiv
-// CHECK:         %[[Y:.*]] = llvm.fptrunc %{{.*}} : f64 to f32
+// CHECK:         llvm.fmul %[[SLOPE]], %{{.*}} : f32
+// CHECK:         %[[Y:.*]] = llvm.fadd %[[ERF_R]], %{{.*}} : f32
 // CHECK:         %[[BELOW:.*]] = llvm.mlir.constant(0.99999994 : f32) : f32
 // CHECK:         llvm.select %{{.*}}, %[[BELOW]], %[[Y]] : i1, f32
 // CHECK:         %[[FROM:.*]] = llvm.mlir.constant(3.92773438 : f32) : f32
@@ -141,7 +143,9 @@ func.func @cos_full_f64(%x: f64) -> f64 {
 // CHECK:         %[[S:.*]] = llvm.intr.copysign(%{{.*}}, %[[X]]) : (f32, f32) -> f32
 // CHECK-NOT:     llvm.call
 // CHECK:         func.return %[[S]] : f32
-// CHECK:         llvm.mlir.global private constant @__fusec_erf_table
+// CHECK:         llvm.mlir.global private constant @__fusec_erf_table_f32(dense<"0x00000000BB6E903F
+// CHECK-SAME:    !llvm.array<513 x i64>
+// CHECK-NOT:     llvm.mlir.global
 func.func @erf_f32(%x: f32) -> f32 {
   %y = math.erf %x : f32
   func.return %y : f32
