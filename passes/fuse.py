@@ -333,11 +333,47 @@ class WrapSingleOpInGroup(RewritePattern):
         wrap_in_group(op, rewriter, self.state)
 
 
+@dataclass
+class WrapLoneReductionInGroup(RewritePattern):
+    """A reduction that fused with nothing (its input an argument, a matmul's or
+    an opaque op's result) and keeps some dims becomes a group of its own, so it
+    runs as a kernel rather than a PyTorch call (only with `lone-reductions`,
+    after the fusion walk). ViT's q/k/v bias gradients are such column sums of
+    the attention backward's output:
+
+        %db = aten.sum %g dims = [0] keepdim = true : tensor<148x192xf32> -> tensor<1x192xf32>
+        ->
+        %db = fusion.group (%a = %g) : (tensor<148x192xf32>) -> (tensor<1x192xf32>) {
+          %s = aten.sum %a dims = [0] keepdim = true : tensor<148x192xf32> -> tensor<1x192xf32>
+          fusion.yield %s : tensor<1x192xf32>
+        }
+
+    A reduction to one value stays PyTorch's: ATen splits it over threads,
+    where a kernel splits only the dims it keeps.
+    """
+
+    state: FusionState
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if op.parent_block() is None or in_group(op) or not is_fusible_reduction(op):
+            return
+        kept = [r.type for r in op.results]
+        if not all(isinstance(t, TensorType) and _keeps_a_dim(t) for t in kept):
+            return
+        self.state.fused(wrap_in_group(op, rewriter, self.state), True)
+
+
+def _keeps_a_dim(t: TensorType) -> bool:
+    """Whether a reduction's result of type `t` holds more than one value, or may
+    (a symbolic size)."""
+    return any(n != 1 for n in t.get_shape())
+
+
 @dataclass(frozen=True)
 class FusePass(ModulePass):
     """Form `fusion.group`s of pointwise work (see the module docstring).
 
-    fusec-opt -p 'fuse{arg-limit=128 max-group-ops=512 horizontal=false singleton-groups=false sibling-reductions=true}'
+    fusec-opt -p 'fuse{arg-limit=128 max-group-ops=512 horizontal=false singleton-groups=false sibling-reductions=true lone-reductions=true}'
     """
 
     name = "fuse"
@@ -362,6 +398,11 @@ class FusePass(ModulePass):
 
     singleton_groups: bool = field(default=False)
     """Give pointwise ops that fuse with nothing a group of their own."""
+
+    lone_reductions: bool = field(default=True)
+    """Give reductions that fuse with nothing and keep some dims a group of
+    their own (`WrapLoneReductionInGroup`): a bias gradient's column sum of a
+    matmul's or an opaque op's result is then a kernel, not a PyTorch call."""
 
     def __post_init__(self) -> None:
         check_arg_limit(self.name, self.arg_limit)
@@ -389,6 +430,18 @@ class FusePass(ModulePass):
             apply_recursively=True,
             post_walk_func=next_walk,
         ).rewrite_module(op)
+        if self.lone_reductions:
+            # After the walk, when what fused is settled: a lone reduction that a
+            # sibling's new group can take joins it instead of wrapping alone.
+            lone: list[RewritePattern] = [WrapLoneReductionInGroup(state)]
+            if self.sibling_reductions:
+                lone.insert(0, FuseReductionIntoSibling(state, rejections))
+            PatternRewriteWalker(
+                GreedyRewritePatternApplier(lone),
+                walk_reverse=True,
+                apply_recursively=True,
+                post_walk_func=next_walk,
+            ).rewrite_module(op)
         self._clean_up(op, state)
         if rejections is not None:
             rejections.finish(op, is_pointwise)

@@ -523,6 +523,38 @@ def test_bias_grad_joins_the_weight_grad_kernel():
     assert ["torch", "aten.squeeze:"] in top  # the check sees PyTorch's steps
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda t: t,  # contiguous
+        lambda t: t.t().contiguous().t(),  # column-major
+        lambda t: t[:, ::2],  # every other column
+    ],
+    ids=["contiguous", "transposed", "strided"],
+)
+def test_a_lone_column_sum_is_a_kernel(make, dtype):
+    """A sum that fuses with nothing (its input an argument; in a backward, a
+    matmul's or the attention backward's result) and keeps some dims is a kernel
+    of its own (`fuse{lone-reductions}`), at every input layout and dtype; a sum
+    to one value stays PyTorch's (ATen splits it over threads)."""
+    torch.manual_seed(19)
+    x = make(torch.randn(300, 2 * 1027).to(dtype))
+    check(lambda t: t.sum(0), [x], launches=1)
+    check(lambda t: t.sum((0, 1)), [x.reshape(3, 100, -1)], launches=1)
+    check(lambda t: t.sum(), [x], launches=0)
+
+
+def test_a_lone_column_sum_with_symbolic_sizes():
+    """The lone sum's kernel takes its sizes at run time (`dynamic=True`)."""
+    torch._dynamo.reset()
+    f = torch.compile(lambda t: t.sum(0), backend="fusec", dynamic=True)
+    for shape in ((37, 19), (5, 300), (64, 8)):
+        x = torch.randn(shape)
+        torch.testing.assert_close(f(x), x.sum(0))
+    assert fusec.dynamo_graphs()[-1].launches_per_call == 1
+
+
 def test_column_reductions_split_over_threads(monkeypatch):
     """Threads' [begin, end) column ranges that are not multiples of the tile:
     every column is reduced once (kernels loaded with a launch priced at next to

@@ -399,3 +399,17 @@ def test_bias_gradients_are_outputs_of_the_gradient_kernels(name: str) -> None:
         ir = g.function.ir()
         assert ir.count("aten.sum") > 0
         assert _top_level_sums_of_pointwise(ir) == []
+
+
+@pytest.mark.parametrize("name", ["mlp", "vit"])
+def test_backward_runs_no_sum_through_pytorch(name: str) -> None:
+    """Every `sum` of the backward is in a kernel (issue 33, item 2): those whose
+    input no kernel computes (the q/k/v bias gradients, column sums of the
+    attention backward's output; the last layer's, of the loss gradient) are
+    kernels of their own (`fuse{lone-reductions}`), with gradients equal to eager's."""
+    graphs, _ = run_both(name, "torch.compile")
+    backward = [g for g in graphs if g.kind == "backward"]
+    assert backward
+    for g in backward:
+        top = [ln for ln in g.function.ir().splitlines() if re.match(r"^    %\S+ = aten\.sum ", ln)]
+        assert top == [], top

@@ -2,6 +2,7 @@
 // RUN: fusec-opt %s --split-input-file -p 'fuse{arg-limit=3}' | filecheck %s --check-prefix=LIMIT
 // RUN: fusec-opt %s --split-input-file -p 'fuse{singleton-groups=true}' | filecheck %s --check-prefix=SINGLE
 // RUN: fusec-opt %s --split-input-file -p 'fuse{horizontal=true}' | filecheck %s --check-prefix=HORIZ
+// RUN: fusec-opt %s --split-input-file -p 'fuse{lone-reductions=false}' | filecheck %s --check-prefix=NOLONE
 
 // The argument limit counts inputs + outputs: with 3, the last add (a fourth
 // input) stays out of the group, which grows from the last op backwards.
@@ -53,4 +54,20 @@ func.func @siblings(%x: tensor<4xf32>) -> tensor<4xf32> {
   %1 = aten.neg %x : tensor<4xf32> -> tensor<4xf32>
   %2 = aten.opaque "aten.foo"(%0, %1) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
   func.return %2 : tensor<4xf32>
+}
+
+// -----
+
+// A reduction that fuses with nothing is a group of its own by default, and
+// stays PyTorch's with lone-reductions=false.
+// DEFAULT-LABEL: func.func @lone_sum
+// DEFAULT:         fusion.group
+// DEFAULT-NEXT:      aten.sum
+// NOLONE-LABEL: func.func @lone_sum
+// NOLONE-NOT:     fusion.group
+// NOLONE:         aten.sum
+// NOLONE-NOT:     fusion.group
+func.func @lone_sum(%x: tensor<8x4xf32>) -> tensor<1x4xf32> {
+  %0 = aten.sum %x dims = [0] keepdim = true : tensor<8x4xf32> -> tensor<1x4xf32>
+  func.return %0 : tensor<1x4xf32>
 }

@@ -151,17 +151,23 @@ func.func @bias_beside_weight_grad(%g: tensor<4x37x192xf32>, %h: tensor<4x37x192
 // -----
 
 // It stays out of a group over another domain (a row reduction of the same
-// tensor), and out of one across a write that may change what it reads.
+// tensor), and out of one across a write that may change what it reads: each
+// such sum is then a group of its own (`lone-reductions`), where it was.
 // CHECK-LABEL: func.func @sibling_reduction_refused
 // CHECK:         fusion.group
 // CHECK:           aten.amax %{{.*}} dims = [2]
 // CHECK:         fusion.yield
-// CHECK:         aten.sum %{{.*}} dims = [0, 1] keepdim = true
+// CHECK:         fusion.group (%{{.*}} = %[[G:[^)]*]])
+// CHECK-NEXT:      aten.sum %{{.*}} dims = [0, 1] keepdim = true
+// CHECK-NEXT:      fusion.yield
 // CHECK:         fusion.group
-// CHECK:           aten.sum %{{.*}} dims = [0, 1] keepdim = true
-// CHECK:         fusion.yield
+// CHECK:           aten.mul
+// CHECK-NEXT:      aten.sum %{{.*}} dims = [0, 1] keepdim = true
+// CHECK-NEXT:      fusion.yield
 // CHECK:         aten.copy_
-// CHECK-NEXT:    aten.sum %{{.*}} dims = [0, 1] keepdim = true
+// CHECK-NEXT:    fusion.group
+// CHECK-NEXT:      aten.sum %{{.*}} dims = [0, 1] keepdim = true
+// CHECK-NEXT:      fusion.yield
 func.func @sibling_reduction_refused(%g: tensor<4x37x192xf32>, %h: tensor<4x37x192xf32>) -> (tensor<4x37x1xf32>, tensor<1x1x192xf32>, tensor<1x1x192xf32>, tensor<1x1x192xf32>) {
   %e = aten.exp %g : tensor<4x37x192xf32> -> tensor<4x37x192xf32>
   %m = aten.amax %e dims = [2] keepdim = true : tensor<4x37x192xf32> -> tensor<4x37x1xf32>
@@ -171,4 +177,27 @@ func.func @sibling_reduction_refused(%g: tensor<4x37x192xf32>, %h: tensor<4x37x1
   aten.copy_ %h, %g : tensor<4x37x192xf32>, tensor<4x37x192xf32>
   %b = aten.sum %h dims = [0, 1] keepdim = true : tensor<4x37x192xf32> -> tensor<1x1x192xf32>
   func.return %m, %s, %w, %b : tensor<4x37x1xf32>, tensor<1x1x192xf32>, tensor<1x1x192xf32>, tensor<1x1x192xf32>
+}
+
+// -----
+
+// A reduction that fuses with nothing and keeps some dims is a group of its own
+// (a bias gradient: the column sum of a matmul's result); a sum to one value
+// stays PyTorch's, which splits it over threads.
+// CHECK-LABEL: func.func @lone_reductions
+// CHECK-SAME:    (%[[A:.*]]: tensor<148x192xf32>, %[[B:.*]]: tensor<192x192xf32>)
+// CHECK:         %[[MM:.*]] = aten.mm %[[A]], %[[B]]
+// CHECK-NEXT:    %[[GB:.*]] = fusion.group (%[[X:.*]] = %[[MM]]) : (tensor<148x192xf32>) -> (tensor<1x192xf32>) {
+// CHECK-NEXT:      %[[S:.*]] = aten.sum %[[X]] dims = [0] keepdim = true
+// CHECK-NEXT:      fusion.yield %[[S]]
+// CHECK-NEXT:    }
+// CHECK-NEXT:    %[[SQ:.*]] = aten.squeeze %[[GB]] dim = 0
+// CHECK-NEXT:    %[[ALL:.*]] = aten.sum %[[MM]] dims = [0, 1] keepdim = true
+// CHECK-NOT:     fusion.group
+// CHECK:         func.return %[[SQ]]
+func.func @lone_reductions(%a: tensor<148x192xf32>, %b: tensor<192x192xf32>) -> (tensor<192xf32>, tensor<f32>) {
+  %mm = aten.mm %a, %b : tensor<148x192xf32>, tensor<192x192xf32> -> tensor<148x192xf32>
+  %db = aten.sum %mm dims = [0] : tensor<148x192xf32> -> tensor<192xf32>
+  %all = aten.sum %mm dims = [0, 1] : tensor<148x192xf32> -> tensor<f32>
+  func.return %db, %all : tensor<192xf32>, tensor<f32>
 }
