@@ -297,13 +297,16 @@ class FuseReductionIntoSibling(RewritePattern):
 
     state: FusionState
     rejections: RejectionLog | None = None
+    settled: bool = False
+    """After the fusion walk: a reduction whose producer could have taken it but
+    did not (a group whose exit is a `cat`) looks for a sibling too."""
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         block = op.parent_block()
         if block is None or in_group(op) or not is_fusible_reduction(op):
             return
         value = op.operands[0]
-        if isinstance(value, OpResult) and value.op.parent is block:
+        if isinstance(value, OpResult) and value.op.parent is block and not self.settled:
             if _is_producer_for(op, value.op):
                 return
         domain = fusion_shape(op, self.state.fusion_shapes)
@@ -431,14 +434,15 @@ class FusePass(ModulePass):
             post_walk_func=next_walk,
         ).rewrite_module(op)
         if self.lone_reductions:
-            # After the walk, when what fused is settled: a lone reduction that a
-            # sibling's new group can take joins it instead of wrapping alone.
+            # After the walk, when what fused is settled, in program order: a lone
+            # reduction joins the group an earlier sibling was wrapped in (its
+            # users all come after that group) instead of wrapping alone.
             lone: list[RewritePattern] = [WrapLoneReductionInGroup(state)]
             if self.sibling_reductions:
-                lone.insert(0, FuseReductionIntoSibling(state, rejections))
+                lone.insert(0, FuseReductionIntoSibling(state, rejections, settled=True))
             PatternRewriteWalker(
                 GreedyRewritePatternApplier(lone),
-                walk_reverse=True,
+                walk_reverse=False,
                 apply_recursively=True,
                 post_walk_func=next_walk,
             ).rewrite_module(op)

@@ -178,10 +178,11 @@ def lstm_grads(model: nn.Module, forward: Callable[..., Any], inputs: tuple) -> 
     return [out.detach(), *(p.grad for p in model.parameters())]
 
 
-def test_lstm_cell_forward_and_backward_are_one_kernel_each() -> None:
+def test_lstm_cell_forward_is_one_kernel_and_its_backward_two() -> None:
     """The seeds' LSTM cell: the forward (bias adds, chunk, gate tail) is one
     kernel; the backward's pointwise work is one kernel whose exit is the cat of
-    the four gate gradients (chunk's backward), the rest matmuls and bias sums."""
+    the four gate gradients (chunk's backward), the two bias sums one more, the
+    rest matmuls."""
     from reference_models import lstm_cell
 
     torch.manual_seed(0)
@@ -199,11 +200,15 @@ def test_lstm_cell_forward_and_backward_are_one_kernel_each() -> None:
         torch.testing.assert_close(got, want)
     forward, backward = f.compiled_graphs
     assert (forward.kind, forward.launches_per_call) == ("forward", 1)
-    assert (backward.kind, backward.launches_per_call) == ("backward", 1)
-    # The backward kernel's one output is the cat of the gate gradients, [b, 4h].
+    assert (backward.kind, backward.launches_per_call) == ("backward", 2)
+    # The backward kernel's one output is the cat of the gate gradients, [b, 4h];
+    # the two bias gradients, column sums of that cat, are one kernel of their
+    # own (`fuse{lone-reductions}`: a cat exit takes no reduction).
     groups = [s for s in backward.function.last.program.all_steps() if s.kind == "kernel"]
-    assert len(groups) == 1
-    assert f"-> (tensor<{b}x{4 * h}xf32>)" in backward.function.ir()
+    assert len(groups) == 2
+    ir = backward.function.ir()
+    assert f"-> (tensor<{b}x{4 * h}xf32>)" in ir
+    assert f"-> (tensor<1x{4 * h}xf32>, tensor<1x{4 * h}xf32>)" in ir
 
 
 def kernel_keys(graph: CompiledGraph, with_cat: bool | None = None) -> Counter[str]:
