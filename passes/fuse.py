@@ -12,7 +12,8 @@ and a group never exceeds `arg-limit` inputs + outputs nor
 `max-group-ops` ops. A reduction of a tensor no fusible op produces (an
 argument, a matmul's result) joins a reducing group over the same domain that
 reads that tensor (`sibling-reductions`: a layer norm's bias gradient beside
-its weight gradient).
+its weight gradient); one that fuses with nothing and keeps some dims is a
+group of its own (`lone-reductions`: ViT's q/k/v bias gradients).
 
     func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
       %0 = aten.exp %x : tensor<4xf32> -> tensor<4xf32>
