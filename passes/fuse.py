@@ -428,12 +428,15 @@ class FusePass(ModulePass):
             state.new_walk()
             return False  # it changes no IR
 
-        PatternRewriteWalker(
-            GreedyRewritePatternApplier(patterns),
-            walk_reverse=True,
-            apply_recursively=True,
-            post_walk_func=next_walk,
-        ).rewrite_module(op)
+        def walk(patterns: list[RewritePattern], reverse: bool) -> None:
+            PatternRewriteWalker(
+                GreedyRewritePatternApplier(patterns),
+                walk_reverse=reverse,
+                apply_recursively=True,
+                post_walk_func=next_walk,
+            ).rewrite_module(op)
+
+        walk(patterns, reverse=True)
         if self.lone_reductions:
             # After the walk, when what fused is settled, in program order: a lone
             # reduction joins the group an earlier sibling was wrapped in (its
@@ -441,12 +444,7 @@ class FusePass(ModulePass):
             lone: list[RewritePattern] = [WrapLoneReductionInGroup(state)]
             if self.sibling_reductions:
                 lone.insert(0, FuseReductionIntoSibling(state, rejections, settled=True))
-            PatternRewriteWalker(
-                GreedyRewritePatternApplier(lone),
-                walk_reverse=False,
-                apply_recursively=True,
-                post_walk_func=next_walk,
-            ).rewrite_module(op)
+            walk(lone, reverse=False)
         self._clean_up(op, state)
         if rejections is not None:
             rejections.finish(op, is_pointwise)

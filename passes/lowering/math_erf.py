@@ -105,12 +105,13 @@ _ERF_F32_BELOW_ONE = 1.0 - 2.0**-24  # the f32 just below 1
 
 @functools.cache
 def _erf_f32_table_words() -> list[int]:
+    """The f64 table's first entries, rounded to f32 and packed."""
+    values = _erf_table_values()
     words: list[int] = []
     for k in range(_ERF_F32_LAST + 1):
-        r = k / _ERF_STEPS
         # both positive: the word is a positive i64
-        erf_r = float_bits(math.erf(r), f32)
-        slope = float_bits(2 / math.sqrt(math.pi) * math.exp(-r * r), f32)
+        erf_r = float_bits(values[2 * k], f32)
+        slope = float_bits(values[2 * k + 1], f32)
         words.append(erf_r | slope << 32)
     return words
 
