@@ -55,6 +55,7 @@ from fusec.passes.fusion_utils import (
     wrap_in_group,
 )
 from fusec.passes.lowering.reduction_domain import fusion_shape, is_fusible_reduction
+from fusec.passes.view_placement import move_views_to_first_use
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Operation, OpResult, SSAValue
@@ -412,6 +413,7 @@ class FusePass(ModulePass):
         check_arg_limit(self.name, self.arg_limit)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        move_views_to_first_use(op)
         state = FusionState(arg_limit=self.arg_limit, max_group_ops=self.max_group_ops)
         # Why ops stay unfused is noted only when someone collects it (fusion_remarks).
         rejections = RejectionLog() if collecting() else None

@@ -33,7 +33,7 @@ from fusec.dialects.aten import (
     ViewOp,
 )
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, TensorType, i64
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
@@ -92,8 +92,8 @@ class RaiseFlattenedLinear(RewritePattern):
             return
         if not product.results[0].has_one_use():
             return
-        x, w = _flattened(lhs), _transposed_weight(rhs)
-        if x is None or w is None:
+        x = _flattened(lhs)
+        if x is None or not isinstance(rhs.type, TensorType) or rhs.type.get_num_dims() != 2:
             return
         out = op.results[0].type
         assert isinstance(out, TensorType) and isinstance(x.type, TensorType)
@@ -101,14 +101,24 @@ class RaiseFlattenedLinear(RewritePattern):
             return
         if bias is not None and isinstance(bias.type, TensorType) and bias.type.get_num_dims() != 1:
             return  # `addmm` broadcasts a 2-d bias over rows; `linear` takes a vector
+        w = _transposed_weight(rhs)
+        new_ops: list[Operation] = []
+        if w is None:
+            # `x @ w` with `w` stored [K, N] (GPT-2's `Conv1D`): the linear of
+            # its transpose, a view that PyTorch's `linear` transposes back.
+            flip = TransposeOp([rhs], {"dim0": IntegerAttr(0, i64), "dim1": IntegerAttr(1, i64)})
+            new_ops.append(flip)
+            w = flip.result
         operands = [x, w] if bias is None else [x, w, bias]
         linear = LinearOp.create(operands=operands, result_types=[out])
         try:
-            linear.verify()
+            for new in (*new_ops, linear):
+                new.verify()
         except VerifyException:
-            linear.erase()
+            for new in (linear, *reversed(new_ops)):
+                new.erase()
             return
-        rewriter.replace(op, linear)
+        rewriter.replace(op, [*new_ops, linear], [linear.results[0]])
         # The product, and the views only it read, are dead now.
         views = [v.owner for v in (lhs, rhs)]
         rewriter.erase(product)

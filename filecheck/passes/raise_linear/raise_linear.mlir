@@ -55,3 +55,19 @@ func.func @other_reshape(%x: tensor<2x4x32xf32>, %w: tensor<96x32xf32>) -> tenso
   %r = aten.reshape %m : tensor<8x96xf32> -> tensor<4x2x96xf32>
   func.return %r : tensor<4x2x96xf32>
 }
+
+// -----
+
+// GPT-2's `Conv1D` multiplies by a [K, N] weight, not a transposed [N, K] one:
+// it is the linear of the weight's transpose (a view PyTorch's `linear` undoes).
+// CHECK-LABEL: func.func @conv1d_weight
+// CHECK-SAME:    (%[[X:.*]]: tensor<2x4x32xf32>, %[[W:.*]]: tensor<32x96xf32>, %[[B:.*]]: tensor<96xf32>)
+// CHECK-NEXT:    %[[T:.*]] = aten.transpose %[[W]] dim0 = 0 dim1 = 1 : tensor<32x96xf32> -> tensor<96x32xf32>
+// CHECK-NEXT:    %[[R:.*]] = aten.linear %[[X]], %[[T]], %[[B]] : tensor<2x4x32xf32>, tensor<96x32xf32>, tensor<96xf32> -> tensor<2x4x96xf32>
+// CHECK-NEXT:    func.return %[[R]]
+func.func @conv1d_weight(%x: tensor<2x4x32xf32>, %w: tensor<32x96xf32>, %b: tensor<96xf32>) -> tensor<2x4x96xf32> {
+  %f = aten.reshape %x : tensor<2x4x32xf32> -> tensor<8x32xf32>
+  %m = aten.addmm %b, %f, %w : tensor<96xf32>, tensor<8x32xf32>, tensor<32x96xf32> -> tensor<8x96xf32>
+  %r = aten.reshape %m : tensor<8x96xf32> -> tensor<2x4x96xf32>
+  func.return %r : tensor<2x4x96xf32>
+}
