@@ -83,11 +83,32 @@ def _is_producer_for(consumer: Operation, producer: Operation) -> bool:
     they were a PyTorch call per call; a view and one op alone stay with ATen, as
     one op alone does)."""
     if isinstance(producer, GroupOp) or is_pointwise(producer) or is_fusible_reduction(producer):
-        return not in_group(producer) and not reads_cat_exit(consumer, producer)
+        return (
+            not in_group(producer)
+            and not reads_cat_exit(consumer, producer)
+            and not _transposed_inside(consumer, producer)
+        )
     if isinstance(producer, TransposeOp | PermuteOp) and not isinstance(consumer, GroupOp):
         return False
     if isinstance(producer, ChunkOp | TransposeOp | PermuteOp):
         return all(u.operation is consumer for r in producer.results for u in r.uses)
+    return False
+
+
+def _transposed_inside(consumer: Operation, producer: Operation) -> bool:
+    """Does a transpose or permute in `consumer`'s group read a result of
+    `producer`? It would read a computed value after the merge, and a kernel
+    takes strides only of its inputs (a view of an argument)."""
+    if not isinstance(consumer, GroupOp):
+        return False
+    block = consumer.body.block
+    for result in producer.results:
+        for use in result.uses:
+            if use.operation is consumer and any(
+                isinstance(u.operation, TransposeOp | PermuteOp)
+                for u in block.args[use.index].uses
+            ):
+                return True
     return False
 
 

@@ -53,9 +53,9 @@ def _reshape_groups(
 ) -> list[tuple[list[int], list[int]]] | None:
     """The dims of `src` and `dst` a reshape maps onto each other, as pairs of
     index lists with equal products, in order (size-1 dims may stand alone with
-    an empty partner); None for symbolic sizes."""
+    an empty partner); None when they cannot be told apart."""
     if any(d < 0 for d in src + dst):
-        return None
+        return _symbolic_reshape_groups(src, dst)
     groups: list[tuple[list[int], list[int]]] = []
     i = j = 0
     while i < len(src) or j < len(dst):
@@ -85,6 +85,35 @@ def _reshape_groups(
                 j += 1
         groups.append((a, b))
     return groups
+
+
+def _symbolic_reshape_groups(
+    src: tuple[int, ...], dst: tuple[int, ...]
+) -> list[tuple[list[int], list[int]]] | None:
+    """`_reshape_groups` with symbolic (negative) sizes. A static size equal on
+    both sides, matched from the back (or the front), is the same dim: in row-major
+    order the last index is the flat index modulo that size on both sides (the first
+    the flat index divided by the same rest). What is left between them must be
+    one dim on one side, merged from or split into the other side's dims:
+    `?x?x128 -> ?x128` maps dims [0, 1] onto [0], and dim 2 onto dim 1."""
+    i, j = len(src), len(dst)
+    tail: list[tuple[list[int], list[int]]] = []
+    while i > 0 and j > 0 and src[i - 1] == dst[j - 1] >= 0:
+        i, j = i - 1, j - 1
+        tail.insert(0, ([i], [j]))
+    head: list[tuple[list[int], list[int]]] = []
+    a = b = 0
+    while a < i and b < j and src[a] == dst[b] >= 0:
+        head.append(([a], [b]))
+        a, b = a + 1, b + 1
+    left, right = list(range(a, i)), list(range(b, j))
+    if not left and not right:
+        middle = []
+    elif left and right and (len(left) == 1 or len(right) == 1):
+        middle = [(left, right)]
+    else:
+        return None
+    return head + middle + tail
 
 
 def source_dims(src: TensorType, dst: TensorType, dims: tuple[int, ...]) -> list[int] | None:

@@ -16,8 +16,10 @@ operands viewed to that shape, and the view applied to its result:
     %r = aten.view %s : tensor<16x32xf32> -> tensor<2x8x32xf32>
 
 Only ops without broadcasting between tensors qualify (every tensor operand has
-the result's shape; Python scalars are fine), reading at least one view; all
-views among the operands must share one source shape. A view with other readers
+the result's shape; Python scalars are fine), reading at least one view of a
+pointwise result (a view of an argument or of a matrix product has nothing above
+it to fuse with: moving the ops after it would only split them between two
+shapes); all views among the operands must share one source shape. A view with other readers
 stays for them (views cost nothing). The runtime runs `aten.view` as a reshape, so a
 viewed operand of any layout is right.
 """
@@ -79,11 +81,10 @@ class MovePointwiseAboveView(RewritePattern):
         if len(sources) != 1:
             return
         (source,) = sources
+        if not any(_pointwise_result(v.operands[0]) for v in views):
+            return  # a view of an argument or a product: no fusion to gain above it
         others = [t for t in tensors if _view_of(t) is None]
-        if others and (
-            any(_pointwise_result(t) for t in others)
-            or not any(_pointwise_result(v.operands[0]) for v in views)
-        ):
+        if any(_pointwise_result(t) for t in others):
             return
         operands: list[SSAValue] = []
         for v in op.operands:

@@ -13,22 +13,26 @@ chain in two:
     func.return %r, %v                      func.return %r, %v
 
 (GPT-2's GELU: two kernels before, one after). A view computes nothing, so it
-may sit anywhere between its operand and its first user. The one exception is
-`aten.reshape`, which copies when its input's layout needs it: it must not move
-past an op that may write memory (`aten.copy_`, an `aten.opaque` call), or it
-would read what that op wrote.
+may sit anywhere between its operand and its first user. The exceptions are
+`aten.reshape`, which copies when its input's layout needs it, and `aten.cat`,
+which always copies: they must not move past an op that may write memory
+(`aten.copy_`, an `aten.opaque` call), or they would read what that op wrote.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from fusec.dialects.aten import ReshapeOp
+from fusec.dialects.aten import CatOp, ReshapeOp
 from fusec.dialects.fusion import GroupOp
 from fusec.passes.aliasing import is_view_op
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.traits import is_side_effect_free
+
+_COPYING = (ReshapeOp, CatOp)
+"""Shape ops that may copy (a reshape of a strided input, always a cat): they
+read their sources where they stand."""
 
 
 def move_views_to_first_use(module: ModuleOp) -> None:
@@ -78,7 +82,7 @@ def _reorder(block: Block) -> None:
             deferred[op] = None
             continue
         if not is_side_effect_free(op):
-            for view in [v for v in deferred if isinstance(v, ReshapeOp)]:
+            for view in [v for v in deferred if isinstance(v, _COPYING)]:
                 if view in deferred:
                     del deferred[view]
                     emit(view)

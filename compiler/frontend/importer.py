@@ -84,6 +84,7 @@ from fusec.frontend.imported import ImportedGraph, NotMapped
 from fusec.frontend.size_checks import SizeCheck, dim_sources
 from fusec.frontend.size_folding import SizeFolding
 from fusec.frontend.tracing import UnsupportedGraph, graph_name, trace
+from fusec.frontend.unflattened_linear import unflattened_linear
 from fusec.frontend.value_types import (
     has_symbolic_sizes,
     is_scalar,
@@ -189,6 +190,9 @@ class Importer(SizeFolding):
             raise NotMapped("expected a tensor")
         shape = list(t.get_shape())
         if not inf.reshape_infers(shape):
+            linear = unflattened_linear(self, x)
+            if linear is not None:
+                return linear
             raise NotMapped("a reshape to several symbolic sizes needs their runtime values")
         return self.add_op(op_cls(self.tensor(x), shape)).results[0]
 

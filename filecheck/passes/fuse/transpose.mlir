@@ -56,3 +56,26 @@ func.func @outside_use(%a: tensor<4x3xf32>) -> (tensor<3x4xf32>, tensor<3x4xf32>
   %r = aten.relu %e : tensor<3x4xf32> -> tensor<3x4xf32>
   func.return %r, %t : tensor<3x4xf32>, tensor<3x4xf32>
 }
+
+// -----
+
+// A kernel takes a transpose's strides only from its inputs: the pointwise work
+// whose result the group transposes stays a group of its own
+// (square here, so the shapes alone do not keep them apart; with symbolic
+// sizes they never do).
+// CHECK-LABEL: func.func @transpose_of_computed
+// CHECK:         %[[N:.*]] = fusion.group
+// CHECK-NEXT:      aten.exp
+// CHECK-NEXT:      aten.neg
+// CHECK:         fusion.group (%{{.*}} = %[[N]]
+// CHECK-NEXT:      aten.transpose
+// CHECK-NEXT:      aten.add
+// CHECK-NEXT:      aten.relu
+func.func @transpose_of_computed(%a: tensor<4x4xf32>, %b: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  %e = aten.exp %a : tensor<4x4xf32> -> tensor<4x4xf32>
+  %n = aten.neg %e : tensor<4x4xf32> -> tensor<4x4xf32>
+  %t = aten.transpose %n dim0 = 0 dim1 = 1 : tensor<4x4xf32> -> tensor<4x4xf32>
+  %s = aten.add %t, %b : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>
+  %r = aten.relu %s : tensor<4x4xf32> -> tensor<4x4xf32>
+  func.return %r : tensor<4x4xf32>
+}
