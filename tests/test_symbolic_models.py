@@ -15,6 +15,7 @@ import pytest
 import torch
 import torch._dynamo
 from fusec.api.fast_call import MISS
+from fusec.api.training import clear_compiled_graphs, compiled_graphs
 
 from tests.model_cases import Recorder, assert_same
 
@@ -217,3 +218,73 @@ def test_dynamic_shapes_launch_as_many_kernels_as_static_ones(name):
         y = torch.cat([x, x[:1]]) if x.dtype.is_floating_point else x[:, : x.shape[1] - 3]
         assert_same(f(y), model(y))
         assert _launches(backend.compiled)[-1] == counts[True]
+
+
+TRAINING_KERNELS = ["gpt2", "bert", "llama", "vit_tiny", "encoder_layer", "resnet18", "mlp"]
+
+
+def _training_step(model, f, inputs, loss_fn) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    model.zero_grad(set_to_none=True)
+    loss = loss_fn(f(*inputs))
+    loss.backward()
+    grads = [p.grad.clone() for p in model.parameters() if p.grad is not None]
+    model.zero_grad(set_to_none=True)
+    return loss.detach(), grads
+
+
+def _kernels(kind: str) -> int:
+    return sum(g.launches_per_call for g in compiled_graphs() if g.kind == kind)
+
+
+@pytest.mark.parametrize("name", TRAINING_KERNELS)
+def test_dynamic_training_launches_as_many_kernels_as_static(name):
+    """Training: the forward and the backward launch as many fused kernels with
+    `dynamic=True` as with static shapes. The unflattening views of linear
+    layers have several symbolic sizes (they ran through PyTorch, a barrier
+    between the bias add and the activation), bias gradients sum views with
+    symbolic sizes, and GELU's backward read a saved [b*t, c] product beside
+    [b, t, c] gradients; the loss and gradients are eager's."""
+    if name not in ("encoder_layer", "mlp"):
+        pytest.importorskip("transformers", reason="the zoo extra is not installed")
+    torch.manual_seed(0)
+    model, inputs, loss_fn = models.build(name, True)
+    want = _training_step(model, model, inputs, loss_fn)
+    counts = {}
+    for dynamic in (False, True):
+        torch._dynamo.reset()
+        clear_compiled_graphs()
+        f = torch.compile(model, backend="fusec", dynamic=dynamic)
+        assert_same(_training_step(model, f, inputs, loss_fn), want)
+        counts[dynamic] = (_kernels("forward"), _kernels("backward"))
+    assert counts[True] == counts[False], counts
+    assert all(n > 0 for n in counts[True])
+
+
+class LinearGelu(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = torch.nn.Linear(16, 32)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.gelu(self.fc(x))
+
+
+def test_a_linear_on_symbolic_sizes_is_one_linear_and_its_bias_fuses():
+    """AOTAutograd's `view(addmm(b, view(x, [s0*s1, 16]), t(w)), [s0, s1, 32])`
+    names two symbolic sizes: imported as `aten.linear` of `x` (the view's sizes
+    are `x`'s, symbol for symbol), not as a PyTorch view, so the bias add and the
+    GELU are one kernel, at every shape."""
+    torch.manual_seed(0)
+    model = LinearGelu()
+    torch._dynamo.reset()
+    clear_compiled_graphs()
+    f = torch.compile(model, backend="fusec", dynamic=True)
+    for shape in ((2, 5, 16), (3, 7, 16)):
+        x = torch.randn(*shape)
+        want = _training_step(model, model, (x,), lambda y: y.square().mean())
+        got = _training_step(model, f, (x,), lambda y: y.square().mean())
+        assert_same(got, want)
+    (forward,) = [g for g in compiled_graphs() if g.kind == "forward"]
+    ir = forward.function.ir()
+    assert "aten.linear" in ir and "aten.view.default" not in ir, ir
+    assert forward.launches_per_call == 1
