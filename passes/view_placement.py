@@ -71,6 +71,13 @@ def _reorder(block: Block) -> None:
                 emit(owner)
         order.append(op)
 
+    def release(views: list[Operation]) -> None:
+        """Emit these deferred views now (those an earlier one pulled in are gone)."""
+        for view in views:
+            if view in deferred:
+                del deferred[view]
+                emit(view)
+
     for op in list(block.ops):
         if (
             is_view_op(op)
@@ -82,20 +89,11 @@ def _reorder(block: Block) -> None:
             deferred[op] = None
             continue
         if not is_side_effect_free(op):
-            for view in [v for v in deferred if isinstance(v, _COPYING)]:
-                if view in deferred:
-                    del deferred[view]
-                    emit(view)
+            release([v for v in deferred if isinstance(v, _COPYING)])
         if op is block.last_op:
-            for view in list(deferred):
-                if view in deferred:
-                    del deferred[view]
-                    emit(view)
+            release(list(deferred))
         emit(op)
-    for view in list(deferred):  # a block without a terminator
-        if view in deferred:
-            del deferred[view]
-            emit(view)
+    release(list(deferred))  # a block without a terminator
     if order == list(block.ops):
         return
     for op in order:

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import fusec
+import pytest
 import torch
 import torch.nn.functional as F
 from fusec.dialects import aten
@@ -182,6 +183,31 @@ def test_an_empty_tensor_that_decides_the_dtype_of_a_cat_stays():
         got = f(x)
         torch.testing.assert_close(got, update(x))
     assert got.dtype == torch.float64
+
+
+@pytest.mark.parametrize("past_dtype", [torch.float32, torch.float64])
+def test_cat_skips_a_lifted_empty_constant_in_training(past_dtype):
+    """In an AOTAutograd graph the empty tensor is `lift_fresh_copy` of a tensor
+    constant: the same constant for the cat (GPT-2's forward ran two `to`s and two
+    opaque `cat`s per layer). A float64 one decides the cat's dtype and stays."""
+    from fusec.api.training import clear_compiled_graphs, compiled_graphs
+
+    update = _cache_update(past_dtype)
+    x = torch.randn(2, 3, 4, requires_grad=True)
+    want = update(x)
+    (want_grad,) = torch.autograd.grad(want.sum(), x)
+    torch._dynamo.reset()
+    clear_compiled_graphs()
+    got = torch.compile(update, backend="fusec")(x)
+    (got_grad,) = torch.autograd.grad(got.sum(), x)
+    torch.testing.assert_close(got, want)
+    torch.testing.assert_close(got_grad, want_grad)
+    assert got.dtype == want.dtype
+    (forward,) = [g for g in compiled_graphs() if g.kind == "forward"]
+    ir = forward.function.ir()
+    skipped = past_dtype == torch.float32
+    assert ("aten.cat.default" not in ir) == skipped, ir
+    assert ('"aten.to"' not in ir) or not skipped, ir
 
 
 @torch.fx.wrap

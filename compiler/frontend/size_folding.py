@@ -151,6 +151,14 @@ def skipped_by_cat(value: Any) -> bool:
     return isinstance(value, torch.Tensor) and value.dim() == 1 and value.numel() == 0
 
 
+def _lifted_constant(node: torch.fx.Node) -> bool:
+    """AOTAutograd's spelling of a tensor made from constants: a fresh copy of a
+    tensor constant of the graph module (`lift_fresh_copy(_tensor_constant0)`)."""
+    return node.target is torch.ops.aten.lift_fresh_copy.default and all(
+        n.op == "get_attr" for n in node.all_input_nodes
+    )
+
+
 def is_legacy_empty(node: torch.fx.Node, value: Any) -> bool:
     """A 1-D tensor of no elements made from constants (`torch.tensor([])`) and
     read only by `cat`s, which skip it (PyTorch's legacy rule): a constant of the
@@ -159,11 +167,13 @@ def is_legacy_empty(node: torch.fx.Node, value: Any) -> bool:
 
         tensor = torch.tensor([], dtype=torch.float32)
         keys = torch.cat([tensor, key_states], dim=-2)   ->   aten.cat %key_states
+
+    (in an AOTAutograd graph, `lift_fresh_copy` of a tensor constant).
     """
     return (
         skipped_by_cat(value)
         and node.op == "call_function"
-        and not node.all_input_nodes
+        and (not node.all_input_nodes or _lifted_constant(node))
         and bool(node.users)
         and all(u.op == "call_function" and u.target in CAT_TARGETS for u in node.users)
     )
