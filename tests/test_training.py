@@ -418,3 +418,40 @@ def test_backward_runs_no_sum_through_pytorch(name: str) -> None:
     for g in backward:
         top = [ln for ln in g.function.ir().splitlines() if re.match(r"^    %\S+ = aten\.sum ", ln)]
         assert top == [], top
+
+
+def rotate_half(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Llama's RoPE: its backward pads two slices of the gradient back with zeros
+    (`slice_backward`) and adds them."""
+    x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2 :]
+    return x * cos + torch.cat((-x2, x1), dim=-1) * sin
+
+
+def overlapping_halves(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Slices that overlap: their padded gradients' sum is no `cat`."""
+    return torch.cat((x[..., :5] * sin[..., :5], x[..., 3:] * cos[..., 3:]), dim=-1)
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+@pytest.mark.parametrize("f", [rotate_half, overlapping_halves])
+def test_a_cats_padded_gradients_sum_to_a_cat(f, dynamic):
+    """The backward of `cat` (of slices) adds two `slice_backward`s; when the slices
+    are complementary the sum is imported as the `cat` of the parts, which fuses,
+    so no `slice_backward` runs through PyTorch; otherwise it stays as written."""
+    torch.manual_seed(0)
+    x = torch.randn(2, 3, 5, 8, requires_grad=True)
+    cos, sin = torch.randn(5, 8), torch.randn(5, 8)
+    want = f(x, cos, sin)
+    (want_grad,) = torch.autograd.grad(want.square().sum(), x)
+    torch._dynamo.reset()
+    clear_compiled_graphs()
+    if dynamic:  # symbolic batch and heads; positions and head size are the tables'
+        for d in (0, 1):
+            torch._dynamo.mark_dynamic(x, d)
+    got = torch.compile(f, backend="fusec")(x, cos, sin)
+    (got_grad,) = torch.autograd.grad(got.square().sum(), x)
+    torch.testing.assert_close(got, want)
+    torch.testing.assert_close(got_grad, want_grad)
+    (backward,) = [g for g in compiled_graphs() if g.kind == "backward"]
+    ir = backward.function.ir()
+    assert ("slice_backward" in ir) == (f is overlapping_halves), ir

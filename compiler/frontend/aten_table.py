@@ -35,6 +35,7 @@ from fusec.frontend import import_normalizations as norm
 from fusec.frontend import torch_shapes, torch_table
 from fusec.frontend.imported import NotMapped
 from fusec.frontend.registry import Handler, in_place_packet, register_aten
+from fusec.frontend.slice_backward_sums import cat_of_slice_backwards
 from fusec.frontend.torch_table import emit, float_constant
 from fusec.frontend.value_types import static_dim
 from xdsl.dialects.builtin import IntegerAttr, TensorType
@@ -75,8 +76,17 @@ for _cls, _packet in {
 }.items():
     register_aten(_packet, in_place_packet(_packet))(torch_table.unary_handler(_cls))
 
-for _cls, _packet in {aten.AddOp: A.add, aten.SubOp: A.sub}.items():
-    register_aten(_packet, in_place_packet(_packet))(torch_table.alpha_handler(_cls))
+register_aten(in_place_packet(A.add))(torch_table.alpha_handler(aten.AddOp))
+register_aten(A.sub, in_place_packet(A.sub))(torch_table.alpha_handler(aten.SubOp))
+_add_alpha = torch_table.alpha_handler(aten.AddOp)
+
+
+@register_aten(A.add)
+def _add(ctx: Any, a: Any, b: Any, *, alpha: Any = 1) -> SSAValue:
+    """`a + alpha * b`; the sum of a `cat`'s two padded gradient parts is the
+    `cat` of the parts (`slice_backward_sums`)."""
+    cat = cat_of_slice_backwards(ctx, a, b, alpha)
+    return cat if cat is not None else _add_alpha(ctx, a, b, alpha=alpha)
 
 
 @register_aten(A.rsub)
