@@ -17,7 +17,7 @@ operands viewed to that shape, and the view applied to its result:
 
 Only ops without broadcasting between tensors qualify (every tensor operand has
 the result's shape; Python scalars are fine), reading at least one view of a
-pointwise result (a view of an argument or of a matrix product has nothing above
+pointwise result or a reduction (a view of an argument or of a matrix product has nothing above
 it to fuse with: moving the ops after it would only split them between two
 shapes); all views among the operands must share one source shape. A view with other readers
 stays for them (views cost nothing). The runtime runs `aten.view` as a reshape, so a
@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from fusec.dialects.aten import ReshapeOp, ViewOp
 from fusec.dialects.inference import tensor_type
 from fusec.passes.fusion_utils import in_group, is_pointwise
+from fusec.passes.lowering.reduction_domain import is_fusible_reduction
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Operation, OpResult, SSAValue
@@ -47,6 +48,12 @@ def _view_of(v: SSAValue) -> Operation | None:
 
 def _pointwise_result(v: SSAValue) -> bool:
     return isinstance(v, OpResult) and is_pointwise(v.op)
+
+
+def _fusible_result(v: SSAValue) -> bool:
+    """A result `fuse` can group with what reads it: pointwise, or a reduction
+    (an LSTM's per-step bias gradients, summed across the steps)."""
+    return isinstance(v, OpResult) and (is_pointwise(v.op) or is_fusible_reduction(v.op))
 
 
 @dataclass
@@ -81,7 +88,7 @@ class MovePointwiseAboveView(RewritePattern):
         if len(sources) != 1:
             return
         (source,) = sources
-        if not any(_pointwise_result(v.operands[0]) for v in views):
+        if not any(_fusible_result(v.operands[0]) for v in views):
             return  # a view of an argument or a product: no fusion to gain above it
         others = [t for t in tensors if _view_of(t) is None]
         if any(_pointwise_result(t) for t in others):
