@@ -32,8 +32,9 @@ from fusec.dialects.aten import (
     TransposeOp,
     ViewOp,
 )
+from fusec.passes.concat_matmul_sum import transposed
 from xdsl.context import Context
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, TensorType, i64
+from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
@@ -106,9 +107,7 @@ class RaiseFlattenedLinear(RewritePattern):
         if w is None:
             # `x @ w` with `w` stored [K, N] (GPT-2's `Conv1D`): the linear of
             # its transpose, a view that PyTorch's `linear` transposes back.
-            flip = TransposeOp([rhs], {"dim0": IntegerAttr(0, i64), "dim1": IntegerAttr(1, i64)})
-            new_ops.append(flip)
-            w = flip.result
+            w = transposed(rhs, new_ops)
         operands = [x, w] if bias is None else [x, w, bias]
         linear = LinearOp.create(operands=operands, result_types=[out])
         try:

@@ -17,10 +17,10 @@ operands viewed to that shape, and the view applied to its result:
 
 Only ops without broadcasting between tensors qualify (every tensor operand has
 the result's shape; Python scalars are fine), reading at least one view of a
-pointwise result or a reduction (a view of an argument or of a matrix product has nothing above
-it to fuse with: moving the ops after it would only split them between two
-shapes); all views among the operands must share one source shape. A view with other readers
-stays for them (views cost nothing). The runtime runs `aten.view` as a reshape, so a
+pointwise result or a reduction (a view of an argument or of a matrix product
+has nothing above it to fuse with: moving the ops after it would only split them
+between two shapes); all views among the operands must share one source shape.
+A view with other readers stays for them (views cost nothing). The runtime runs `aten.view` as a reshape, so a
 viewed operand of any layout is right.
 """
 

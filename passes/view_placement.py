@@ -36,8 +36,9 @@ read their sources where they stand."""
 
 
 def move_views_to_first_use(module: ModuleOp) -> None:
-    """Place every view right before its first user, in every block of `module`
-    but the groups' bodies (already fused: their order is their kernel's)."""
+    """Move each view that stands in a chain's way to just before its first user,
+    in every block of `module` but the groups' bodies (already fused: their order
+    is their kernel's)."""
     blocks: list[Block] = []
     for op in module.walk():
         if not isinstance(op, GroupOp):

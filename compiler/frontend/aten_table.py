@@ -76,9 +76,8 @@ for _cls, _packet in {
 }.items():
     register_aten(_packet, in_place_packet(_packet))(torch_table.unary_handler(_cls))
 
-register_aten(in_place_packet(A.add))(torch_table.alpha_handler(aten.AddOp))
+_add_alpha = register_aten(in_place_packet(A.add))(torch_table.alpha_handler(aten.AddOp))
 register_aten(A.sub, in_place_packet(A.sub))(torch_table.alpha_handler(aten.SubOp))
-_add_alpha = torch_table.alpha_handler(aten.AddOp)
 
 
 @register_aten(A.add)

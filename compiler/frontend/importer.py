@@ -496,6 +496,17 @@ class Importer(SizeFolding):
         self.eager_results = []
         mark_steps(new, own)
 
+    def drop(self, op: Operation, node: torch.fx.Node | None = None) -> None:
+        """Erase `op`, which an earlier node imported and nothing reads any more
+        (a handler took its node's work in), with what the import noted for it
+        (and for `node`'s opaque call, when it was one)."""
+        self.origins.pop(op, None)
+        if node is not None:
+            self.opaque.pop(node.name, None)
+            self.opaque_reasons.pop(node.name, None)
+        op.detach()
+        op.erase()
+
     def rollback(self, mark: Operation | None) -> None:
         self.eager_results = []
         while self.block.last_op is not mark:

@@ -33,9 +33,9 @@ if TYPE_CHECKING:
 _SLICE_BACKWARD = torch.ops.aten.slice_backward.default
 
 
-def _range(ctx: Importer, node: torch.fx.Node) -> tuple[list[Any], int, int, int] | None:
-    """(sizes as written, dim, start, end) of a step-1 `slice_backward` whose
-    sliced dim has a size known at import time (the others may be symbolic)."""
+def _range(ctx: Importer, node: torch.fx.Node) -> tuple[list[Any], int, int, int, int] | None:
+    """(sizes as written, dim, its size, start, end) of a step-1 `slice_backward`
+    whose sliced dim has a size known at import time (the others may be symbolic)."""
     _, sizes, dim, start, end, step = node.args
     try:
         dim, start, end, step = ctx.const((dim, start, end, step))
@@ -46,7 +46,7 @@ def _range(ctx: Importer, node: torch.fx.Node) -> tuple[list[Any], int, int, int
     if step != 1 or not isinstance(n, int):
         return None
     start, end = (max(0, min(n, v + n if v < 0 else v)) for v in (start, end))
-    return list(sizes), dim, start, end
+    return list(sizes), dim, n, start, end
 
 
 def _padded(p: Any, user: torch.fx.Node) -> bool:
@@ -72,12 +72,12 @@ def _complementary(
     ranges = [_range(ctx, p) for p in parts]
     if ranges[0] is None or ranges[1] is None:
         return None
-    (sizes, dim, s0, e0), (other, dim1, s1, e1) = ranges
+    (sizes, dim, n, s0, e0), (other, dim1, _, s1, e1) = ranges
     if sizes != other or dim != dim1:
         return None
     first = 0 if s0 <= s1 else 1
     (fs, fe), (ss, se) = ((s0, e0), (s1, e1)) if first == 0 else ((s1, e1), (s0, e0))
-    if fs == 0 and fe == ss and se == ctx.const(sizes[dim]) and fe > fs and se > ss:
+    if fs == 0 and fe == ss and se == n and fe > fs and se > ss:
         return dim, first
     return None
 
@@ -129,9 +129,5 @@ def _cat(
     for node, value in reversed(list(zip(dead, values, strict=True))):  # readers first
         op = value.owner
         assert isinstance(op, Operation)
-        ctx.origins.pop(op, None)
-        ctx.opaque.pop(node.name, None)
-        ctx.opaque_reasons.pop(node.name, None)
-        op.detach()
-        op.erase()
+        ctx.drop(op, node)
     return cat

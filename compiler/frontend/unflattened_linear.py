@@ -19,7 +19,7 @@ from `x` at run time:
     %t = aten.transpose %w dim0 = 0 dim1 = 1 : tensor<32x96xf32> -> tensor<96x32xf32>
     %r = aten.linear %x, %t, %b : ... -> tensor<?x?x96xf32>
 
-(`fold-transpose-pairs` folds `%t` when `%w` is itself a transpose.)
+(When `%w` is itself a transpose, the linear reads its input instead.)
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import torch
 import torch.fx
 from fusec.dialects import aten
 from fusec.frontend.value_types import recorded_value
-from xdsl.dialects.builtin import IntegerAttr, i64
+from fusec.passes.concat_matmul_sum import transposed
 from xdsl.ir import Operation, SSAValue
 
 if TYPE_CHECKING:
@@ -81,13 +81,14 @@ def unflattened_linear(ctx: Importer, product: Any) -> SSAValue | None:
         return None
     if any(ctx.tensor(product).uses):
         return None  # an earlier node read it: it stays as computed
-    w = ctx.tensor(weight)
-    flip = aten.TransposeOp([w], {"dim0": IntegerAttr(0, i64), "dim1": IntegerAttr(1, i64)})
-    operands = [ctx.tensor(source), ctx.add_op(flip).results[0]]
-    if bias is not None:
-        b = ctx.tensor(bias)
-        if b.type.get_num_dims() != 1:  # type: ignore[attr-defined]
-            raise ValueError("addmm broadcasts a 2-d bias over rows; linear takes a vector")
+    b = None if bias is None else ctx.tensor(bias)
+    if b is not None and b.type.get_num_dims() != 1:  # type: ignore[attr-defined]
+        return None  # `addmm` broadcasts a 2-d bias over rows; `linear` takes a vector
+    flips: list[Operation] = []
+    operands = [ctx.tensor(source), transposed(ctx.tensor(weight), flips)]
+    for flip in flips:
+        ctx.add_op(flip)
+    if b is not None:
         operands.append(b)
     linear = aten.LinearOp.create(operands=operands, result_types=[ctx.result_type()])
     ctx.add_op(linear)
@@ -96,12 +97,12 @@ def unflattened_linear(ctx: Importer, product: Any) -> SSAValue | None:
     # result (one `?`, inferred), and the flattened input stays.
     product_value = ctx.tensor(product)
     product_shape = list(product_value.type.get_shape())  # type: ignore[attr-defined]
-    _erase(ctx, product_value)
+    _drop_unread(ctx, product_value)
     if len(product.users) > 1:
         rows = aten.ReshapeOp(linear.results[0], product_shape)
         ctx.env[product] = ctx.add_op(rows).results[0]
     if list(flat.users) == [product]:
-        _erase(ctx, ctx.tensor(flat))
+        _drop_unread(ctx, ctx.tensor(flat))
     return linear.results[0]
 
 
@@ -111,10 +112,8 @@ def _flat_k(flat: torch.fx.Node) -> Any:
     return value.shape[-1] if isinstance(value, torch.Tensor) else None
 
 
-def _erase(ctx: Importer, value: SSAValue) -> None:
-    """Drop the op computing `value`, which nothing reads any more."""
+def _drop_unread(ctx: Importer, value: SSAValue) -> None:
+    """Drop the op computing `value` when nothing reads it any more."""
     op = value.owner
     if isinstance(op, Operation) and not any(r.uses for r in op.results):
-        ctx.origins.pop(op, None)
-        op.detach()
-        op.erase()
+        ctx.drop(op)
