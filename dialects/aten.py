@@ -1125,6 +1125,64 @@ class LinearOp(AtenOp):
         return [TensorType(_float_or_same(self, x, w, *biases), shape)]
 
 
+
+@irdl_op_definition
+class ScaledDotProductAttentionOp(AtenOp):
+    """`F.scaled_dot_product_attention(q, k, v, attn_mask, scale=scale)`:
+    `softmax(q @ k^T * scale + attn_mask, dim=-1) @ v` over the last two dims, the
+    batch dims broadcast as `matmul` does; the float mask is optional. A barrier
+    that runs through PyTorch, whose kernel never writes the `[L, S]` scores out.
+
+    %r = aten.scaled_dot_product_attention %q, %k, %v scale = 1.250000e-01 : f64
+           : tensor<2x4x8x16xf32>, tensor<2x4x6x16xf32>, tensor<2x4x6x32xf32> -> tensor<2x4x8x32xf32>
+    """
+
+    name = "aten.scaled_dot_product_attention"
+    query = operand_def(TensorType)
+    key = operand_def(TensorType)
+    value = operand_def(TensorType)
+    attn_mask = opt_operand_def(TensorType)
+    result = result_def(TensorType)
+    scale = prop_def(FloatAttr)
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$query `,` $key `,` $value (`,` $attn_mask^)? `scale` `=` $scale attr-dict `:` "
+        "type($query) `,` type($key) `,` type($value) (`,` type($attn_mask)^)? `->` type($result)"
+    )
+
+    def __init__(
+        self,
+        query: SSAValue | Operation,
+        key: SSAValue | Operation,
+        value: SSAValue | Operation,
+        scale: float,
+        attn_mask: SSAValue | Operation | None = None,
+    ):
+        super().__init__([query, key, value, attn_mask], {"scale": FloatAttr(float(scale), inf.F64)})
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
+        q, k, v = (
+            _require_tensor(self, t, what)
+            for t, what in zip(operand_types[:3], ("query", "key", "value"), strict=True)
+        )
+        if min(q.get_num_dims(), k.get_num_dims(), v.get_num_dims()) < 2:
+            raise VerifyException("query, key and value need at least two dims")
+        dtype = _float_or_same(self, q, k, v)
+        if not inf.is_float(dtype):
+            raise VerifyException(f"needs floating-point operands, got {dtype}")
+        ks = list(k.get_shape())
+        scores = _matmul_shape(self, q, TensorType(dtype, [*ks[:-2], ks[-1], ks[-2]]))
+        if len(operand_types) == 4:
+            mask = _require_tensor(self, operand_types[3], "attn_mask")
+            if mask.get_element_type() != dtype:
+                raise VerifyException(f"attn_mask must have the dtype {dtype}, got {mask}")
+            if inf.broadcast_shapes(mask.get_shape(), scores) != tuple(scores):
+                raise VerifyException(
+                    f"attn_mask {inf.format_shape(mask.get_shape())} does not broadcast "
+                    f"to the scores {inf.format_shape(scores)}"
+                )
+        return [TensorType(dtype, _matmul_shape(self, TensorType(dtype, scores), v))]
+
 class ReductionOp(AtenOp, ABC):
     input = operand_def(TensorType)
     result = result_def(TensorType)
@@ -1594,6 +1652,6 @@ ATEN_OPS: list[type[Operation]] = [
 
 ATEN_OPS += [CopyOp, SizeOp]
 ATEN_OPS += [AmaxOp, AminOp, VarOp, StdOp, SoftmaxOp, LogSoftmaxOp, LayerNormOp, GatherOp]
-ATEN_OPS += [SymSizeOp, FullLikeOp, PositionsOp]
+ATEN_OPS += [SymSizeOp, FullLikeOp, PositionsOp, ScaledDotProductAttentionOp]
 
 Aten = Dialect("aten", ATEN_OPS, [SizeType])

@@ -12,6 +12,7 @@ _PASSES: tuple[tuple[str, str, str], ...] = (
     ("fold-transpose-pairs", "fold_transpose_pairs", "FoldTransposePairsPass"),
     ("decompose", "decompose", "DecomposePass"),
     ("raise-linear", "raise_linear", "RaiseLinearPass"),
+    ("raise-attention", "raise_attention", "RaiseAttentionPass"),
     ("decompose-reductions", "decompose_reductions", "DecomposeReductionsPass"),
     ("sink-views", "sink_views", "SinkViewsPass"),
     ("broadcasting-chunk", "broadcasting_chunk", "BroadcastingChunkPass"),

@@ -37,6 +37,7 @@ from fusec.dialects.aten import (
     MatmulLikeOp,
     OpaqueOp,
     ReductionOp,
+    ScaledDotProductAttentionOp,
     ShapeOp,
     SizeOp,
 )
@@ -142,6 +143,8 @@ def barrier_kind(op: Operation) -> str | None:
     """What kind of barrier `op` is to the fuser, or None for a pointwise op."""
     if isinstance(op, MatmulLikeOp | AddmmOp | LinearOp):
         return f"matrix product ({op.name}), runs through PyTorch"
+    if isinstance(op, ScaledDotProductAttentionOp):
+        return f"attention ({op.name}), runs through PyTorch"
     if isinstance(op, ReductionOp):
         return f"reduction ({op.name})"
     if isinstance(op, OpaqueOp):

@@ -136,7 +136,14 @@ class GuardPass(ModulePass):
 
 
 _GENERIC_BARRIERS = frozenset(
-    {"aten.mm", "aten.matmul", "aten.linear", "aten.addmm", "aten.sym_size"}
+    {
+        "aten.mm",
+        "aten.matmul",
+        "aten.linear",
+        "aten.addmm",
+        "aten.scaled_dot_product_attention",
+        "aten.sym_size",
+    }
 )
 """Non-pointwise ops whose eager form reads nothing from the example inputs."""
 

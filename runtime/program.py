@@ -79,6 +79,11 @@ class Step:
     sizes and strides need no step of their own)."""
 
 
+FUSED_TORCH_OPS = frozenset({"aten.scaled_dot_product_attention"})
+"""Ops a pass made of several written-out ones that PyTorch runs as one fused
+kernel (`raise-attention`): a program with one does better than the function it
+was compiled from even where it launches no kernel of its own."""
+
 @dataclass
 class HostProgram:
     """A runnable program; `launches` is the number of fused kernels one run launches."""
@@ -111,6 +116,17 @@ class HostProgram:
         self._run = _generate_run(self)
         self._runs_passing: dict[frozenset[int], Callable[[Sequence[Any]], list[Any]]] = {}
         self._runs_profiled: dict[frozenset[int], Callable[[Sequence[Any]], list[Any]]] = {}
+
+    def improves_on_original(self) -> bool:
+        """Whether running the program does better than running the original
+        function: it launches kernels, or runs an op of `FUSED_TORCH_OPS`. A
+        program that does neither is the original's ATen calls one by one, and
+        callers run the original instead."""
+        return self.launches > 0 or any(
+            (step.kind == "torch" and step.name in FUSED_TORCH_OPS)
+            or any(b.improves_on_original() for b in step.branches)
+            for step in self.steps
+        )
 
     def run_passing(self, guards: frozenset[int]) -> Callable[[Sequence[Any]], list[Any]]:
         """The generated run for calls known to pass the guard steps at indices

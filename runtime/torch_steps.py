@@ -340,6 +340,18 @@ def _layer_norm(op: OpInfo) -> OpFn:
     return layer_norm
 
 
+
+def _attention(op: OpInfo) -> OpFn:
+    scale = op.prop("scale")
+
+    def attention(
+        q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *mask: torch.Tensor
+    ) -> tuple[torch.Tensor]:
+        m = mask[0] if mask else None
+        return (F.scaled_dot_product_attention(q, k, v, attn_mask=m, scale=scale),)
+
+    return attention
+
 def _gather(op: OpInfo) -> OpFn:
     dim = op.prop("dim")
     return lambda x, index: (torch.gather(x, dim, index),)
@@ -384,6 +396,7 @@ _BUILDERS: dict[str, Callable[[OpInfo], OpFn]] = {
     "clamp": _clamp,
     "leaky_relu": _leaky_relu,
     "gelu": _gelu,
+    "attention": _attention,
     "expand": _expand,
     "reshape": _reshape,
     "unsqueeze": _unsqueeze,

@@ -75,7 +75,8 @@ def test_export_with_a_dynamic_batch_serves_every_batch_with_one_program(name):
 @pytest.mark.parametrize("name", list(MODELS))
 def test_aten_graphs_fuse_as_their_torch_level_twins(name):
     """The kernel count of the torch-level import (Dynamo's graph) is also that of
-    torch.export's program and AOTAutograd's forward graph; for the LSTM cell, the
+    torch.export's program and AOTAutograd's forward graph (there one more for
+    ViT's softmax, whose probabilities the backward reads); for the LSTM cell, the
     MLP and ViT also that of core ATen (GPT-2 and Llama decompose gelu/silu/mean
     there into more pointwise work)."""
     torch.manual_seed(0)
@@ -104,7 +105,10 @@ def test_aten_graphs_fuse_as_their_torch_level_twins(name):
     torch._dynamo.reset()
     compiled = torch.compile(model, backend=aot_autograd(fw_compiler=fw))
     compiled(*x)
-    assert forward[0].launches_per_call == want
+    # ViT's attention, written out, runs as PyTorch's fused attention without
+    # grad (`raise-attention`); a training forward saves the probabilities for
+    # the backward, so there the softmax stays a kernel.
+    assert forward[0].launches_per_call == want + (name == "vit")
 
 
 @pytest.mark.parametrize("name", ["mlp", "lstm", "gpt2"])

@@ -16,8 +16,8 @@ while compiling, logs why and hands Dynamo the graph to run eagerly.
 Dynamo's guards already specialize a graph of static shapes: every call has
 the dtypes, devices, sizes, strides and grad mode of the example inputs, so
 fusec compiles their specialization right away and its checks are left out. A
-graph whose specialization has no kernels (everything left to ATen) is handed
-back as `gm.forward`, costing what eager costs; one with kernels runs its host
+graph whose specialization has no kernels (everything left to ATen, none of it
+fused by PyTorch: `HostProgram.improves_on_original`) is handed back as `gm.forward`, costing what eager costs; one with kernels runs its host
 program without checking the key (`fast_call.fast_path(..., trusted=True)`).
 Both stay in `dynamo_graphs()`, so explain, reports and logs still count their
 kernels and give the reasons. With symbolic sizes a call's size-1 dims,
@@ -180,7 +180,9 @@ def _static_call(
     # `fn` lives as long as what Dynamo calls does (`dynamo_graphs` holds weak refs).
     gm.fusec_graph = fn
     if spec.program is None or (
-        spec.program.launches == 0 and fn.options.use_kernels and not fn.options.cuda_graphs
+        not spec.program.improves_on_original()
+        and fn.options.use_kernels
+        and not fn.options.cuda_graphs
     ):
         fn.last, fn.launches_per_call = spec, 0
         return gm.forward

@@ -63,9 +63,10 @@ baked in (`CompiledFunction.modes`): the fast path checks them
 (`M0.training is T0 and ...`), and a call after `model.eval()` takes the full
 path, which traces the module again in its new modes.
 
-A program without kernels (every op left to ATen) runs as the original
-function (`ORIGINAL(a0, a1)`, no host program): the call then costs what eager
-costs plus the checks.
+A program without kernels (every op left to ATen, none fused by PyTorch:
+`HostProgram.improves_on_original`) runs as the original function
+(`ORIGINAL(a0, a1)`, no host program): the call then costs what eager costs
+plus the checks.
 
 Where every guard of the program that could skip a kernel is one the key
 implies (`HostProgram.launches_fixed`), the launch count is the constant
@@ -303,7 +304,7 @@ def fast_path(
         lines.append(f"    if {grads}:")
         lines.append("        return owner(*args)" if trusted else "        return MISS")
     env["failed"] = functools.partial(_failed, owner, spec, env)
-    if program.launches == 0 and owner.options.use_kernels and not trusted:
+    if not program.improves_on_original() and owner.options.use_kernels and not trusted:
         # Everything is left to ATen: the original is what the program would do
         # (`use_kernels=False` asks for the program, to test it).
         env["ORIGINAL"] = owner.original

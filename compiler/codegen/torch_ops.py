@@ -134,6 +134,7 @@ TORCH_STEPS: dict[type[Operation], TorchStep] = {
     aten.SliceOp: TorchStep("slice"),
     aten.AddmmOp: TorchStep("addmm"),
     aten.LayerNormOp: TorchStep("layer_norm"),
+    aten.ScaledDotProductAttentionOp: TorchStep("attention"),
     aten.GatherOp: TorchStep("gather"),
     aten.CopyOp: TorchStep("copy"),
     aten.SizeOp: TorchStep("size"),

@@ -58,6 +58,20 @@ func.func @linear(%x: tensor<5x2x3xf32>, %w: tensor<4x3xf32>, %b: tensor<4xf32>)
 
 // -----
 
+// Attention with and without a mask; the batch dims broadcast as in matmul.
+// CHECK-LABEL: func.func @scaled_dot_product_attention
+// CHECK-SAME: (%[[Q:.*]]: tensor<2x4x8x16xf32>, %[[K:.*]]: tensor<1x4x6x16xf32>, %[[V:.*]]: tensor<2x4x6x32xf32>, %[[M:.*]]: tensor<8x6xf32>)
+// CHECK: %[[A:.*]] = aten.scaled_dot_product_attention %[[Q]], %[[K]], %[[V]] scale = 2.500000e-01 : f64 : tensor<2x4x8x16xf32>, tensor<1x4x6x16xf32>, tensor<2x4x6x32xf32> -> tensor<2x4x8x32xf32>
+// CHECK-NEXT: %[[B:.*]] = aten.scaled_dot_product_attention %[[Q]], %[[K]], %[[V]], %[[M]] scale = 1.000000e+00 : f64 : tensor<2x4x8x16xf32>, tensor<1x4x6x16xf32>, tensor<2x4x6x32xf32>, tensor<8x6xf32> -> tensor<2x4x8x32xf32>
+// CHECK-NEXT: func.return %[[A]], %[[B]]
+func.func @scaled_dot_product_attention(%q: tensor<2x4x8x16xf32>, %k: tensor<1x4x6x16xf32>, %v: tensor<2x4x6x32xf32>, %m: tensor<8x6xf32>) -> (tensor<2x4x8x32xf32>, tensor<2x4x8x32xf32>) {
+  %a = aten.scaled_dot_product_attention %q, %k, %v scale = 2.500000e-01 : f64 : tensor<2x4x8x16xf32>, tensor<1x4x6x16xf32>, tensor<2x4x6x32xf32> -> tensor<2x4x8x32xf32>
+  %b = aten.scaled_dot_product_attention %q, %k, %v, %m scale = 1.000000e+00 : f64 : tensor<2x4x8x16xf32>, tensor<1x4x6x16xf32>, tensor<2x4x6x32xf32>, tensor<8x6xf32> -> tensor<2x4x8x32xf32>
+  func.return %a, %b : tensor<2x4x8x32xf32>, tensor<2x4x8x32xf32>
+}
+
+// -----
+
 // dims and keepdim are optional; integers sum to i64; the result type may name a dtype.
 // CHECK-LABEL: func.func @sum
 // CHECK-SAME: (%[[X:.*]]: tensor<2x3xf32>, %[[I:.*]]: tensor<2x3xi1>)

@@ -106,6 +106,30 @@ func.func @linear_bias(%x: tensor<2x3xf32>, %w: tensor<4x3xf32>, %b: tensor<2x2x
 
 // -----
 
+// CHECK: {{.*}}.mlir:[[# @LINE + 2]]:3: error: 'aten.scaled_dot_product_attention' op inner dims differ: [8, 16] @ [12, 6]
+func.func @attention_head_dims(%q: tensor<8x16xf32>, %k: tensor<6x12xf32>, %v: tensor<6x4xf32>) {
+  %0 = aten.scaled_dot_product_attention %q, %k, %v scale = 1.000000e+00 : f64 : tensor<8x16xf32>, tensor<6x12xf32>, tensor<6x4xf32> -> tensor<8x4xf32>
+  func.return
+}
+
+// -----
+
+// CHECK: {{.*}}.mlir:[[# @LINE + 2]]:3: error: 'aten.scaled_dot_product_attention' op shapes [8, 5] and [8, 6] cannot be broadcast (dimension 1 is 5 and 6)
+func.func @attention_mask(%q: tensor<8x16xf32>, %k: tensor<6x16xf32>, %v: tensor<6x4xf32>, %m: tensor<8x5xf32>) {
+  %0 = aten.scaled_dot_product_attention %q, %k, %v, %m scale = 1.000000e+00 : f64 : tensor<8x16xf32>, tensor<6x16xf32>, tensor<6x4xf32>, tensor<8x5xf32> -> tensor<8x4xf32>
+  func.return
+}
+
+// -----
+
+// CHECK: {{.*}}.mlir:[[# @LINE + 2]]:3: error: 'aten.scaled_dot_product_attention' op needs floating-point operands, got i64
+func.func @attention_ints(%q: tensor<8x16xi64>, %k: tensor<6x16xi64>, %v: tensor<6x4xi64>) {
+  %0 = aten.scaled_dot_product_attention %q, %k, %v scale = 1.000000e+00 : f64 : tensor<8x16xi64>, tensor<6x16xi64>, tensor<6x4xi64> -> tensor<8x4xi64>
+  func.return
+}
+
+// -----
+
 // CHECK: {{.*}}.mlir:[[# @LINE + 2]]:3: error: 'aten.sum' op dimension 2 is out of range for a tensor of rank 2
 func.func @sum_dim(%x: tensor<2x3xf32>) {
   %0 = aten.sum %x dims = [2] : tensor<2x3xf32> -> tensor<2xf32>

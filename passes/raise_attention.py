@@ -1,0 +1,298 @@
+"""`raise-attention`: attention written out as products and a softmax becomes one
+`aten.scaled_dot_product_attention`.
+
+A hand-written attention (`softmax(q @ k.transpose(-2, -1) * scale) @ v`, as in
+GPT-2-style blocks written before `F.scaled_dot_product_attention`, or with a
+float mask added to the scores) materializes the `[L, S]` scores and
+probabilities: two batched products, the softmax kernel between them, and
+contiguous copies of `q` and `k` for the products. PyTorch's fused attention
+kernel streams the scores through cache instead and reads `q`, `k`, `v`
+strided, the way Inductor's attention patterns do:
+
+    %kt = aten.transpose %k dim0 = -2 dim1 = -1 : tensor<2x4x6x16xf32> -> tensor<2x4x16x6xf32>
+    %s = aten.matmul %q, %kt : tensor<2x4x8x16xf32>, tensor<2x4x16x6xf32> -> tensor<2x4x8x6xf32>
+    %c = arith.constant 2.500000e-01 : f64
+    %m = aten.mul %s, %c : tensor<2x4x8x6xf32>, f64 -> tensor<2x4x8x6xf32>
+    %p = aten.softmax %m dim = -1 : tensor<2x4x8x6xf32> -> tensor<2x4x8x6xf32>
+    %r = aten.matmul %p, %v : tensor<2x4x8x6xf32>, tensor<2x4x6x32xf32> -> tensor<2x4x8x32xf32>
+->
+    %r = aten.scaled_dot_product_attention %q, %k, %v scale = 2.500000e-01 : f64
+           : tensor<2x4x8x16xf32>, tensor<2x4x6x16xf32>, tensor<2x4x6x32xf32> -> tensor<2x4x8x32xf32>
+
+The scale is a scalar constant multiplied in (or divided by: `scale = 1 / c`), or
+absent (1); a float mask of the scores' dtype may be added after it. The scores,
+the scaled scores, the masked ones and the probabilities must each have no other
+use (a training forward saves the probabilities for the backward, so its
+attention stays as written), and only f32 and f64 qualify: in half precision
+the fused kernel's float accumulation would not round as the written-out
+products do. The result equals the written-out one up to rounding.
+
+ATen graphs (`torch.export`, AOTAutograd) spell each N-d product as a batched one
+over flattened operands: `reshape(bmm(reshape(clone(expand(a))), ...), [*batch, L, S])`.
+Where such a product feeds the softmax or reads its probabilities, it is first
+raised back to the N-d `aten.matmul` (the clones were contiguous copies for the
+`bmm`), so the attention of an exported program is raised as its torch-level
+twin's is:
+
+    %e = aten.expand %p size = [2, 4, 8, 6] : tensor<2x4x8x6xf32> -> tensor<2x4x8x6xf32>
+    %f = aten.reshape %e : tensor<2x4x8x6xf32> -> tensor<8x8x6xf32>
+    %w = aten.to %v : tensor<2x4x6x32xf32> -> tensor<2x4x6x32xf32>
+    %g = aten.reshape %w : tensor<2x4x6x32xf32> -> tensor<8x6x32xf32>
+    %b = aten.matmul %f, %g : tensor<8x8x6xf32>, tensor<8x6x32xf32> -> tensor<8x8x32xf32>
+    %r = aten.reshape %b : tensor<8x8x32xf32> -> tensor<2x4x8x32xf32>
+->
+    %r = aten.matmul %p, %v : tensor<2x4x8x6xf32>, tensor<2x4x6x32xf32> -> tensor<2x4x8x32xf32>
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from fusec.dialects import inference as inf
+from fusec.dialects.aten import (
+    AddOp,
+    DivOp,
+    ExpandOp,
+    MatmulOp,
+    MulOp,
+    PermuteOp,
+    ReshapeOp,
+    ScaledDotProductAttentionOp,
+    SoftmaxOp,
+    ToOp,
+    TransposeOp,
+    ViewOp,
+    number_value,
+)
+from fusec.passes.fusion_remarks import derived_from
+from xdsl.context import Context
+from xdsl.dialects.arith import ConstantOp
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, ModuleOp, TensorType, i64
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+from xdsl.utils.exceptions import VerifyException
+
+_DTYPES = (inf.F32, inf.F64)
+
+
+def _constant(v: SSAValue) -> float | None:
+    """The value of a scalar `arith.constant` (not bool)."""
+    op = v.owner
+    if not isinstance(op, ConstantOp) or not inf.is_scalar(v.type) or v.type == inf.BOOL:
+        return None
+    value = op.value
+    if not isinstance(value, FloatAttr | IntegerAttr):
+        return None
+    return float(value.value.data)
+
+
+def _untransposed(v: SSAValue) -> SSAValue | None:
+    """`k` when `v` is `k` with its last two dims swapped (`transpose` or `permute`)."""
+    op = v.owner
+    t = v.type
+    if not isinstance(t, TensorType) or t.get_num_dims() < 2:
+        return None
+    rank = t.get_num_dims()
+    if isinstance(op, TransposeOp):
+        dims = {d % rank for d in (op.dim0.value.data, op.dim1.value.data)}
+        return op.input if dims == {rank - 2, rank - 1} else None
+    if isinstance(op, PermuteOp):
+        swap = [*range(rank - 2), rank - 1, rank - 2]
+        return op.input if [d % rank for d in op.dims.get_values()] == swap else None
+    return None
+
+
+@dataclass
+class _Scores:
+    """What stands between the softmax and the first product."""
+
+    scores: MatmulOp
+    scale: float
+    mask: SSAValue | None
+    ops: list[Operation]
+    """The ops the attention replaces, users before producers."""
+
+
+def _scale_of(v: SSAValue) -> tuple[SSAValue, float, Operation] | None:
+    """(the unscaled scores, the scale, the op) when `v` is `s * c`, `c * s` or `s / c`."""
+    op = v.owner
+    if isinstance(op, MulOp):
+        for s, c in ((op.lhs, op.rhs), (op.rhs, op.lhs)):
+            value = _constant(c)
+            if value is not None and isinstance(s.type, TensorType):
+                return s, value, op
+    if isinstance(op, DivOp) and op.rounding_mode is None:
+        value = _constant(op.rhs)
+        if value is not None and value != 0.0:
+            return op.lhs, 1.0 / value, op
+    return None
+
+
+def _find_scores(x: SSAValue) -> _Scores | None:
+    """The product, scale and mask the softmax input `x` is made of."""
+    ops: list[Operation] = []
+    mask: SSAValue | None = None
+    add = x.owner
+    if isinstance(add, AddOp) and number_value(add.alpha, 1) == 1 and x.has_one_use():
+        for s, m in ((add.lhs, add.rhs), (add.rhs, add.lhs)):
+            if isinstance(s.owner, MatmulOp | MulOp | DivOp) and isinstance(m.type, TensorType):
+                x, mask = s, m
+                ops.append(add)
+                break
+        else:
+            return None
+    scale = 1.0
+    scaled = _scale_of(x)
+    if scaled is not None:
+        if not x.has_one_use():
+            return None
+        x, scale, op = scaled
+        ops.append(op)
+    product = x.owner
+    if not isinstance(product, MatmulOp) or not x.has_one_use():
+        return None
+    ops.append(product)
+    return _Scores(product, scale, mask, ops)
+
+
+@dataclass
+class RaiseWrittenOutAttention(RewritePattern):
+    """`matmul(softmax(matmul(q, k^T) * s + mask), v)` -> `scaled_dot_product_attention(q, k, v, mask, scale = s)`."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: MatmulOp, rewriter: PatternRewriter) -> None:
+        softmax = op.lhs.owner
+        if not isinstance(softmax, SoftmaxOp) or not op.lhs.has_one_use():
+            return
+        out = op.result.type
+        if not isinstance(out, TensorType) or out.get_element_type() not in _DTYPES:
+            return
+        probs = softmax.result.type
+        assert isinstance(probs, TensorType)
+        rank = probs.get_num_dims()
+        if rank < 2 or softmax.dim.value.data % rank != rank - 1:
+            return
+        if softmax.input.type != probs:
+            return  # a softmax with `dtype=`: the fused kernel has none
+        found = _find_scores(softmax.input)
+        if found is None:
+            return
+        q, kt = found.scores.lhs, found.scores.rhs
+        new_ops: list[Operation] = []
+        k = _untransposed(kt)
+        if k is None:
+            swap = TransposeOp([kt], {"dim0": IntegerAttr(-2, i64), "dim1": IntegerAttr(-1, i64)})
+            new_ops.append(swap)
+            k = swap.result
+        try:
+            attention = ScaledDotProductAttentionOp(q, k, op.rhs, found.scale, found.mask)
+            for new in (*new_ops, attention):
+                new.verify()
+        except VerifyException:
+            return
+        if attention.result.type != out:
+            return
+        new_ops.append(attention)
+        derived_from(new_ops, op)
+        rewriter.replace(op, new_ops, [attention.result])
+        constants = [o.owner for dead in found.ops for o in dead.operands]
+        for dead in (softmax, *found.ops):
+            rewriter.erase(dead)
+        # The key's transpose and the scale's constant, when only the scores read them.
+        for view in (kt.owner, *constants):
+            if isinstance(view, TransposeOp | PermuteOp | ConstantOp) and not view.results[0].uses:
+                rewriter.erase(view)
+
+
+
+def _batched(v: SSAValue, batch: list[int]) -> tuple[SSAValue, list[Operation]] | None:
+    """(`a`, the ops between) when `v` is `reshape(to(expand(a)))` (`to` and
+    `expand` optional, each to `a`'s own type) flattening `a`'s `batch` dims into one."""
+    op = v.owner
+    if not isinstance(op, ReshapeOp | ViewOp):
+        return None
+    peeled: list[Operation] = [op]
+    a = op.input
+    src, dst = a.type, v.type
+    assert isinstance(src, TensorType) and isinstance(dst, TensorType)
+    shape = list(src.get_shape())
+    if shape[:-2] != batch or list(dst.get_shape())[1:] != shape[-2:]:
+        return None
+    for kind in (ToOp, ExpandOp):
+        inner = a.owner
+        if isinstance(inner, kind) and inner.input.type == a.type:
+            peeled.append(inner)
+            a = inner.input
+    return a, peeled
+
+
+def _feeds_softmax(v: SSAValue) -> bool:
+    """`v` reaches a softmax through its sole uses, past a scale and a mask."""
+    for _ in range(3):
+        if not v.has_one_use():
+            return False
+        user = next(iter(v.uses)).operation
+        if isinstance(user, SoftmaxOp):
+            return True
+        if not isinstance(user, MulOp | DivOp | AddOp):
+            return False
+        v = user.results[0]
+    return False
+
+
+@dataclass
+class RaiseFlattenedBatchProduct(RewritePattern):
+    """`reshape(matmul(reshape(a), reshape(b)))` -> `matmul(a, b)`, for the products of an attention."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: ReshapeOp | ViewOp, rewriter: PatternRewriter) -> None:
+        product = op.input.owner
+        out = op.result.type
+        if not isinstance(product, MatmulOp) or not product.result.has_one_use():
+            return
+        flat = product.result.type
+        assert isinstance(out, TensorType) and isinstance(flat, TensorType)
+        batch = list(out.get_shape())[:-2]
+        if flat.get_num_dims() != 3 or not batch or inf.DYNAMIC in batch:
+            return
+        if list(flat.get_shape()) != [math.prod(batch), *list(out.get_shape())[-2:]]:
+            return
+        lhs, rhs = _batched(product.lhs, batch), _batched(product.rhs, batch)
+        if lhs is None or rhs is None:
+            return
+        if not (isinstance(lhs[0].owner, SoftmaxOp) or _feeds_softmax(op.result)):
+            return
+        raised = MatmulOp(lhs[0], rhs[0])
+        if raised.result.type != out:
+            raised.erase()
+            return
+        derived_from([raised], op)
+        rewriter.replace(op, [raised], [raised.result])
+        rewriter.erase(product)
+        for dead in (*lhs[1], *rhs[1]):
+            if not any(r.uses for r in dead.results):
+                rewriter.erase(dead)
+
+@dataclass(frozen=True)
+class RaiseAttentionPass(ModulePass):
+    """Turn written-out attention into `aten.scaled_dot_product_attention` (see
+    the module docstring):
+
+        %p = aten.softmax %m dim = -1 ...        (of `q @ k^T * s`)
+        %r = aten.matmul %p, %v ...
+    ->
+        %r = aten.scaled_dot_product_attention %q, %k, %v scale = ...
+    """
+
+    name = "raise-attention"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for pattern in (RaiseFlattenedBatchProduct(), RaiseWrittenOutAttention()):
+            PatternRewriteWalker(pattern, apply_recursively=False).rewrite_module(op)
