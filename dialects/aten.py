@@ -1128,10 +1128,12 @@ class LinearOp(AtenOp):
 
 @irdl_op_definition
 class ScaledDotProductAttentionOp(AtenOp):
-    """`F.scaled_dot_product_attention(q, k, v, attn_mask, scale=scale)`:
-    `softmax(q @ k^T * scale + attn_mask, dim=-1) @ v` over the last two dims, the
-    batch dims broadcast as `matmul` does; the float mask is optional. A barrier
-    that runs through PyTorch, whose kernel never writes the `[L, S]` scores out.
+    """`F.scaled_dot_product_attention(q, k, v, attn_mask, scale=scale,
+    is_causal=is_causal)`: `softmax(q @ k^T * scale + attn_mask, dim=-1) @ v` over
+    the last two dims, the batch dims broadcast as `matmul` does; the float mask
+    is optional, and `is_causal = true` (no mask then) leaves out the scores of
+    columns past their row. A barrier that runs through PyTorch, whose kernel
+    never writes the `[L, S]` scores out.
 
     %r = aten.scaled_dot_product_attention %q, %k, %v scale = 1.250000e-01 : f64
            : tensor<2x4x8x16xf32>, tensor<2x4x6x16xf32>, tensor<2x4x6x32xf32> -> tensor<2x4x8x32xf32>
@@ -1144,9 +1146,11 @@ class ScaledDotProductAttentionOp(AtenOp):
     attn_mask = opt_operand_def(TensorType)
     result = result_def(TensorType)
     scale = prop_def(FloatAttr)
+    is_causal = opt_prop_def(IntegerAttr[builtin.I1])
     traits = traits_def(Pure())
     assembly_format = (
-        "$query `,` $key `,` $value (`,` $attn_mask^)? `scale` `=` $scale attr-dict `:` "
+        "$query `,` $key `,` $value (`,` $attn_mask^)? `scale` `=` $scale "
+        "(`is_causal` `=` $is_causal^)? attr-dict `:` "
         "type($query) `,` type($key) `,` type($value) (`,` type($attn_mask)^)? `->` type($result)"
     )
 
@@ -1157,8 +1161,13 @@ class ScaledDotProductAttentionOp(AtenOp):
         value: SSAValue | Operation,
         scale: float,
         attn_mask: SSAValue | Operation | None = None,
+        is_causal: bool = False,
     ):
-        super().__init__([query, key, value, attn_mask], {"scale": FloatAttr(float(scale), inf.F64)})
+        props: dict[str, Attribute | None] = {
+            "scale": FloatAttr(float(scale), inf.F64),
+            "is_causal": IntegerAttr(1, BOOL) if is_causal else None,
+        }
+        super().__init__([query, key, value, attn_mask], props)
 
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
         q, k, v = (
@@ -1173,6 +1182,8 @@ class ScaledDotProductAttentionOp(AtenOp):
         ks = list(k.get_shape())
         scores = _matmul_shape(self, q, TensorType(dtype, [*ks[:-2], ks[-1], ks[-2]]))
         if len(operand_types) == 4:
+            if self.is_causal is not None and self.is_causal.value.data:
+                raise VerifyException("takes an attn_mask or is_causal = true, not both")
             mask = _require_tensor(self, operand_types[3], "attn_mask")
             if mask.get_element_type() != dtype:
                 raise VerifyException(f"attn_mask must have the dtype {dtype}, got {mask}")

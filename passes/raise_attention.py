@@ -20,7 +20,12 @@ strided, the way Inductor's attention patterns do:
            : tensor<2x4x8x16xf32>, tensor<2x4x6x16xf32>, tensor<2x4x6x32xf32> -> tensor<2x4x8x32xf32>
 
 The scale is a scalar constant multiplied in (or divided by: `scale = 1 / c`), or
-absent (1); a float mask of the scores' dtype may be added after it. The scores,
+absent (1); a float mask of the scores' dtype may be added after it, or the
+scores filled with -inf where a mask computed from positions alone marks
+exactly the columns past their row (`ones_like(att, dtype=bool).tril()`, then
+`masked_fill(~mask, -inf)`; evaluated at compile time by `position_masks`):
+that is `is_causal = true`, and the mask's ops go with the attention. A mask
+another attention also reads stays, and so does that attention. The scores,
 the scaled scores, the masked ones and the probabilities must each have no other
 use (a training forward saves the probabilities for the backward, so its
 attention stays as written), and only f32 and f64 qualify: in half precision
@@ -54,18 +59,22 @@ from fusec.dialects.aten import (
     AddOp,
     DivOp,
     ExpandOp,
+    FullLikeOp,
     MatmulOp,
     MulOp,
     PermuteOp,
+    PositionsOp,
     ReshapeOp,
     ScaledDotProductAttentionOp,
     SoftmaxOp,
     ToOp,
     TransposeOp,
     ViewOp,
+    WhereOp,
     number_value,
 )
 from fusec.passes.fusion_remarks import derived_from
+from fusec.passes.position_masks import is_causal
 from xdsl.context import Context
 from xdsl.dialects.arith import ConstantOp
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr, ModuleOp, TensorType, i64
@@ -77,6 +86,7 @@ from xdsl.pattern_rewriter import (
     RewritePattern,
     op_type_rewrite_pattern,
 )
+from xdsl.traits import is_side_effect_free
 from xdsl.utils.exceptions import VerifyException
 
 _DTYPES = (inf.F32, inf.F64)
@@ -116,6 +126,7 @@ class _Scores:
     scores: MatmulOp
     scale: float
     mask: SSAValue | None
+    causal: bool
     ops: list[Operation]
     """The ops the attention replaces, users before producers."""
 
@@ -135,12 +146,57 @@ def _scale_of(v: SSAValue) -> tuple[SSAValue, float, Operation] | None:
     return None
 
 
+def _causal_fill(x: SSAValue) -> tuple[SSAValue, WhereOp] | None:
+    """(the scores, the op) when `x` is `where(masked, -inf, s)` or
+    `where(kept, s, -inf)` with a causal mask (`position_masks.is_causal`)."""
+    op = x.owner
+    scores = x.type
+    if not isinstance(op, WhereOp) or not x.has_one_use() or not isinstance(scores, TensorType):
+        return None
+    if _constant(op.lhs) == -math.inf and is_causal(op.condition, scores):
+        return op.rhs, op
+    if _constant(op.rhs) == -math.inf and is_causal(op.condition, scores, kept=True):
+        return op.lhs, op
+    return None
+
+
+def _mask_ops(v: SSAValue) -> set[Operation]:
+    """The ops a mask of positions is computed by (`position_masks`), which read
+    only the sizes of the values they take (positions, `full_like`)."""
+    found: set[Operation] = set()
+    work = [v]
+    while work:
+        op = work.pop().owner
+        if not isinstance(op, Operation) or op in found:
+            continue
+        found.add(op)
+        if not isinstance(op, PositionsOp | FullLikeOp):
+            work += op.operands
+    return found
+
+
+def _used_once(v: SSAValue, besides: set[Operation]) -> bool:
+    """`v` has one use, not counting those by the ops `besides`."""
+    return sum(1 for u in v.uses if u.operation not in besides) == 1
+
+
 def _find_scores(x: SSAValue) -> _Scores | None:
     """The product, scale and mask the softmax input `x` is made of."""
     ops: list[Operation] = []
     mask: SSAValue | None = None
+    causal = _causal_fill(x)
+    # The causal mask's own ops read the scores' sizes: they go with the where,
+    # unless something else reads them too (a mask shared by two attentions).
+    besides: set[Operation] = set()
+    if causal is not None:
+        besides = _mask_ops(causal[1].condition)
+        readers = {u.operation for op in besides for r in op.results for u in r.uses}
+        if not readers <= besides | {causal[1]}:
+            return None
+        x = causal[0]
+        ops.append(causal[1])
     add = x.owner
-    if isinstance(add, AddOp) and number_value(add.alpha, 1) == 1 and x.has_one_use():
+    if isinstance(add, AddOp) and number_value(add.alpha, 1) == 1 and _used_once(x, besides):
         for s, m in ((add.lhs, add.rhs), (add.rhs, add.lhs)):
             if isinstance(s.owner, MatmulOp | MulOp | DivOp) and isinstance(m.type, TensorType):
                 x, mask = s, m
@@ -151,15 +207,17 @@ def _find_scores(x: SSAValue) -> _Scores | None:
     scale = 1.0
     scaled = _scale_of(x)
     if scaled is not None:
-        if not x.has_one_use():
+        if not _used_once(x, besides):
             return None
         x, scale, op = scaled
         ops.append(op)
     product = x.owner
-    if not isinstance(product, MatmulOp) or not x.has_one_use():
+    if not isinstance(product, MatmulOp) or not _used_once(x, besides):
         return None
     ops.append(product)
-    return _Scores(product, scale, mask, ops)
+    if causal is not None and mask is not None:
+        return None  # PyTorch's attention takes one or the other
+    return _Scores(product, scale, mask, causal is not None, ops)
 
 
 @dataclass
@@ -192,7 +250,9 @@ class RaiseWrittenOutAttention(RewritePattern):
             new_ops.append(swap)
             k = swap.result
         try:
-            attention = ScaledDotProductAttentionOp(q, k, op.rhs, found.scale, found.mask)
+            attention = ScaledDotProductAttentionOp(
+                q, k, op.rhs, found.scale, found.mask, found.causal
+            )
             for new in (*new_ops, attention):
                 new.verify()
         except VerifyException:
@@ -202,14 +262,34 @@ class RaiseWrittenOutAttention(RewritePattern):
         new_ops.append(attention)
         derived_from(new_ops, op)
         rewriter.replace(op, new_ops, [attention.result])
-        constants = [o.owner for dead in found.ops for o in dead.operands]
-        for dead in (softmax, *found.ops):
-            rewriter.erase(dead)
-        # The key's transpose and the scale's constant, when only the scores read them.
-        for view in (kt.owner, *constants):
-            if isinstance(view, TransposeOp | PermuteOp | ConstantOp) and not view.results[0].uses:
-                rewriter.erase(view)
+        inputs = [o for dead in found.ops for o in dead.operands]
+        rewriter.erase(softmax)
+        for dead in found.ops:
+            if isinstance(dead, WhereOp):
+                # Its mask first: the mask's ops read the sizes of the ops below.
+                condition = dead.condition
+                rewriter.erase(dead)
+                _erase_unused([condition], rewriter)
+            else:
+                rewriter.erase(dead)
+        # The key's transpose, the scale's constant and a causal mask's ops,
+        # where only the replaced ops read them.
+        _erase_unused([kt, *inputs], rewriter)
 
+
+def _erase_unused(values: list[SSAValue], rewriter: PatternRewriter) -> None:
+    """Erases the side-effect-free ops of `values` that nothing reads any more,
+    and then those of their operands."""
+    work = list(values)
+    while work:
+        v = work.pop()
+        op = v.owner
+        if not isinstance(op, Operation) or op.parent is None:
+            continue
+        if any(r.uses for r in op.results) or not is_side_effect_free(op):
+            continue
+        work += op.operands
+        rewriter.erase(op)
 
 
 def _batched(v: SSAValue, batch: list[int]) -> tuple[SSAValue, list[Operation]] | None:
@@ -279,6 +359,7 @@ class RaiseFlattenedBatchProduct(RewritePattern):
         for dead in (*lhs[1], *rhs[1]):
             if not any(r.uses for r in dead.results):
                 rewriter.erase(dead)
+
 
 @dataclass(frozen=True)
 class RaiseAttentionPass(ModulePass):

@@ -343,12 +343,13 @@ def _layer_norm(op: OpInfo) -> OpFn:
 
 def _attention(op: OpInfo) -> OpFn:
     scale = op.prop("scale")
+    causal = bool(op.prop("is_causal", False))
 
     def attention(
         q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *mask: torch.Tensor
     ) -> tuple[torch.Tensor]:
         m = mask[0] if mask else None
-        return (F.scaled_dot_product_attention(q, k, v, attn_mask=m, scale=scale),)
+        return (F.scaled_dot_product_attention(q, k, v, m, is_causal=causal, scale=scale),)
 
     return attention
 

@@ -31,6 +31,24 @@ def unscaled(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     return torch.softmax(q @ k.mT, dim=-1) @ v
 
 
+def causal(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    att = q @ k.transpose(-2, -1) * 0.25
+    mask = torch.ones_like(att, dtype=torch.bool).tril()
+    return torch.softmax(att.masked_fill(~mask, float("-inf")), dim=-1) @ v
+
+
+def causal_kept(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    att = q @ k.transpose(-2, -1) * 0.25
+    keep = torch.ones_like(att, dtype=torch.bool).tril()
+    return torch.softmax(torch.where(keep, att, float("-inf")), dim=-1) @ v
+
+
+def off_by_one_mask(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    att = q @ k.transpose(-2, -1) * 0.25
+    mask = torch.ones_like(att, dtype=torch.bool).tril(1)
+    return torch.softmax(att.masked_fill(~mask, float("-inf")), dim=-1) @ v
+
+
 def probabilities_returned(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -38,9 +56,11 @@ def probabilities_returned(
     return p @ v, p
 
 
-def _inputs(dtype: torch.dtype, batch: tuple[int, ...] = (2, 3)) -> list[torch.Tensor]:
+def _inputs(
+    dtype: torch.dtype, batch: tuple[int, ...] = (2, 3), queries: int = 7
+) -> list[torch.Tensor]:
     g = torch.Generator().manual_seed(0)
-    q = torch.randn(*batch, 7, 16, generator=g, dtype=dtype)
+    q = torch.randn(*batch, queries, 16, generator=g, dtype=dtype)
     k = torch.randn(*batch, 5, 16, generator=g, dtype=dtype)
     v = torch.randn(*batch, 5, 8, generator=g, dtype=dtype)
     return [q, k, v]
@@ -56,6 +76,9 @@ CASES: list[tuple[str, Callable[..., Any], bool]] = [
     ("scaled", scaled, True),
     ("divided_masked", divided_masked, True),
     ("unscaled", unscaled, True),
+    ("causal", causal, True),
+    ("causal_kept", causal_kept, True),
+    ("off_by_one_mask", off_by_one_mask, False),
     ("probabilities_returned", probabilities_returned, False),
 ]
 
@@ -65,9 +88,10 @@ CASES: list[tuple[str, Callable[..., Any], bool]] = [
 def test_written_out_attention_runs_fused_and_equals_eager(
     name: str, fn: Callable[..., Any], raised: bool, dtype: torch.dtype
 ) -> None:
-    args = _inputs(dtype)
+    # Causal cases have fewer queries than keys: the mask is aligned top left.
+    args = _inputs(dtype, queries=3 if "causal" in name or "mask" in name else 7)
     if name == "divided_masked":
-        args.append(torch.randn(7, 5, dtype=dtype))
+        args.append(torch.randn(3, 5, dtype=dtype))
     f = fusec.compile(fn, program_cache=False)
     f(*args)
     calls = top_level_aten(lambda: f(*args))
@@ -141,6 +165,22 @@ def test_an_exported_blocks_attention_is_fused(decomposed: bool) -> None:
         assert _fused(calls), calls
         assert calls["aten::clone"] == 0, calls
         torch.testing.assert_close(f(x), block(x), rtol=1e-5, atol=1e-5)
+
+
+def test_a_causal_gpt2_blocks_attention_is_fused() -> None:
+    """The training tests' GPT-2 block (`benchmarks/training.py`'s): its causal
+    mask, `ones_like(att, dtype=bool).tril()` filled with -inf, is `is_causal`."""
+    from training_models import make_gpt2
+
+    torch.manual_seed(0)
+    block, (x,), _ = make_gpt2(2, 8, 32)
+    block.eval()
+    with torch.no_grad():
+        for f in (fusec.compile(block), torch.compile(block, backend="fusec", dynamic=False)):
+            f(x)
+            calls = top_level_aten(lambda f=f: f(x))
+            assert _fused(calls), calls
+            torch.testing.assert_close(f(x), block(x), rtol=1e-5, atol=1e-5)
 
 def test_training_through_a_written_out_attention_keeps_eager_gradients() -> None:
     torch.manual_seed(0)

@@ -151,3 +151,81 @@ func.func @flattened_product_alone(%q: tensor<2x4x8x16xf32>, %kt: tensor<2x4x16x
   %e = aten.exp %s : tensor<2x4x8x6xf32> -> tensor<2x4x8x6xf32>
   func.return %e : tensor<2x4x8x6xf32>
 }
+
+// -----
+
+// A causal mask built per call (`ones_like(s, dtype=bool).tril()`, then
+// `masked_fill(~mask, -inf)`): positions compared, which `raise-attention`
+// evaluates at compile time. It is exactly the columns past their row, so the
+// attention is causal; the mask's ops go with it.
+// CHECK-LABEL: func.func @causal
+// CHECK-SAME:    (%[[Q:.*]]: tensor<2x8x16xf32>, %[[K:.*]]: tensor<2x8x16xf32>, %[[V:.*]]: tensor<2x8x16xf32>)
+// CHECK-NEXT:    %[[R:.*]] = aten.scaled_dot_product_attention %[[Q]], %[[K]], %[[V]] scale = 2.500000e-01 : f64 is_causal = true
+// CHECK-NEXT:    func.return %[[R]]
+func.func @causal(%q: tensor<2x8x16xf32>, %k: tensor<2x8x16xf32>, %v: tensor<2x8x16xf32>) -> tensor<2x8x16xf32> {
+  %kt = aten.transpose %k dim0 = -2 dim1 = -1 : tensor<2x8x16xf32> -> tensor<2x16x8xf32>
+  %s = aten.matmul %q, %kt : tensor<2x8x16xf32>, tensor<2x16x8xf32> -> tensor<2x8x8xf32>
+  %c = arith.constant 2.500000e-01 : f64
+  %m = aten.mul %s, %c : tensor<2x8x8xf32>, f64 -> tensor<2x8x8xf32>
+  %ones = aten.full_like %m value = 1 : i64 : tensor<2x8x8xf32> -> tensor<2x8x8xi1>
+  %cols = aten.positions %s dim = -1 : tensor<2x8x8xf32> -> tensor<8xi32>
+  %rows = aten.positions %s dim = -2 : tensor<2x8x8xf32> -> tensor<8xi32>
+  %r1 = aten.unsqueeze %rows dim = 1 : tensor<8xi32> -> tensor<8x1xi32>
+  %d = aten.sub %cols, %r1 : tensor<8xi32>, tensor<8x1xi32> -> tensor<8x8xi32>
+  %zero = arith.constant 0 : i64
+  %le = aten.le %d, %zero : tensor<8x8xi32>, i64 -> tensor<8x8xi1>
+  %false = arith.constant false
+  %tril = aten.where %le, %ones, %false : tensor<8x8xi1>, tensor<2x8x8xi1>, i1 -> tensor<2x8x8xi1>
+  %inv = aten.logical_not %tril : tensor<2x8x8xi1> -> tensor<2x8x8xi1>
+  %ninf = arith.constant 0xfff0000000000000 : f64
+  %w = aten.where %inv, %ninf, %m : tensor<2x8x8xi1>, f64, tensor<2x8x8xf32> -> tensor<2x8x8xf32>
+  %p = aten.softmax %w dim = -1 : tensor<2x8x8xf32> -> tensor<2x8x8xf32>
+  %r = aten.matmul %p, %v : tensor<2x8x8xf32>, tensor<2x8x16xf32> -> tensor<2x8x16xf32>
+  func.return %r : tensor<2x8x16xf32>
+}
+
+// -----
+
+// The mask keeps the diagonal's right neighbour too (`tril(1)`): not causal, so
+// the attention stays as written.
+// CHECK-LABEL: func.func @not_causal
+// CHECK-NOT:     aten.scaled_dot_product_attention
+func.func @not_causal(%q: tensor<8x16xf32>, %kt: tensor<16x8xf32>, %v: tensor<8x16xf32>) -> tensor<8x16xf32> {
+  %s = aten.matmul %q, %kt : tensor<8x16xf32>, tensor<16x8xf32> -> tensor<8x8xf32>
+  %cols = aten.positions %s dim = -1 : tensor<8x8xf32> -> tensor<8xi32>
+  %rows = aten.positions %s dim = -2 : tensor<8x8xf32> -> tensor<8xi32>
+  %r1 = aten.unsqueeze %rows dim = 1 : tensor<8xi32> -> tensor<8x1xi32>
+  %d = aten.sub %cols, %r1 : tensor<8xi32>, tensor<8x1xi32> -> tensor<8x8xi32>
+  %one = arith.constant 1 : i64
+  %gt = aten.gt %d, %one : tensor<8x8xi32>, i64 -> tensor<8x8xi1>
+  %ninf = arith.constant 0xfff0000000000000 : f64
+  %w = aten.where %gt, %ninf, %s : tensor<8x8xi1>, f64, tensor<8x8xf32> -> tensor<8x8xf32>
+  %p = aten.softmax %w dim = -1 : tensor<8x8xf32> -> tensor<8x8xf32>
+  %r = aten.matmul %p, %v : tensor<8x8xf32>, tensor<8x16xf32> -> tensor<8x16xf32>
+  func.return %r : tensor<8x16xf32>
+}
+
+// -----
+
+// One causal mask read by two attentions: the first cannot take the mask's
+// ops with it (the second reads them), so both stay as written.
+// CHECK-LABEL: func.func @shared_mask
+// CHECK-NOT:     aten.scaled_dot_product_attention
+func.func @shared_mask(%q: tensor<8x16xf32>, %kt: tensor<16x8xf32>, %v: tensor<8x16xf32>) -> (tensor<8x16xf32>, tensor<8x16xf32>) {
+  %s = aten.matmul %q, %kt : tensor<8x16xf32>, tensor<16x8xf32> -> tensor<8x8xf32>
+  %cols = aten.positions %s dim = -1 : tensor<8x8xf32> -> tensor<8xi32>
+  %rows = aten.positions %s dim = -2 : tensor<8x8xf32> -> tensor<8xi32>
+  %r1 = aten.unsqueeze %rows dim = 1 : tensor<8xi32> -> tensor<8x1xi32>
+  %d = aten.sub %cols, %r1 : tensor<8xi32>, tensor<8x1xi32> -> tensor<8x8xi32>
+  %zero = arith.constant 0 : i64
+  %gt = aten.gt %d, %zero : tensor<8x8xi32>, i64 -> tensor<8x8xi1>
+  %ninf = arith.constant 0xfff0000000000000 : f64
+  %w = aten.where %gt, %ninf, %s : tensor<8x8xi1>, f64, tensor<8x8xf32> -> tensor<8x8xf32>
+  %p = aten.softmax %w dim = -1 : tensor<8x8xf32> -> tensor<8x8xf32>
+  %r = aten.matmul %p, %v : tensor<8x8xf32>, tensor<8x16xf32> -> tensor<8x16xf32>
+  %s2 = aten.matmul %q, %kt : tensor<8x16xf32>, tensor<16x8xf32> -> tensor<8x8xf32>
+  %w2 = aten.where %gt, %ninf, %s2 : tensor<8x8xi1>, f64, tensor<8x8xf32> -> tensor<8x8xf32>
+  %p2 = aten.softmax %w2 dim = -1 : tensor<8x8xf32> -> tensor<8x8xf32>
+  %r2 = aten.matmul %p2, %v : tensor<8x8xf32>, tensor<8x16xf32> -> tensor<8x16xf32>
+  func.return %r, %r2 : tensor<8x16xf32>, tensor<8x16xf32>
+}
