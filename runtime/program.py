@@ -84,6 +84,7 @@ FUSED_TORCH_OPS = frozenset({"aten.scaled_dot_product_attention"})
 kernel (`raise-attention`): a program with one does better than the function it
 was compiled from even where it launches no kernel of its own."""
 
+
 @dataclass
 class HostProgram:
     """A runnable program; `launches` is the number of fused kernels one run launches."""

@@ -17,8 +17,9 @@ Dynamo's guards already specialize a graph of static shapes: every call has
 the dtypes, devices, sizes, strides and grad mode of the example inputs, so
 fusec compiles their specialization right away and its checks are left out. A
 graph whose specialization has no kernels (everything left to ATen, none of it
-fused by PyTorch: `HostProgram.improves_on_original`) is handed back as `gm.forward`, costing what eager costs; one with kernels runs its host
-program without checking the key (`fast_call.fast_path(..., trusted=True)`).
+fused by PyTorch: `HostProgram.improves_on_original`) is handed back as
+`gm.forward`, costing what eager costs; one with kernels runs its host program
+without checking the key (`fast_call.fast_path(..., trusted=True)`).
 Both stay in `dynamo_graphs()`, so explain, reports and logs still count their
 kernels and give the reasons. With symbolic sizes a call's size-1 dims,
 contiguity and how a chunk cuts its sizes still decide the program, so such a
