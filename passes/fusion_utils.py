@@ -27,7 +27,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from fusec.dialects.aten import CopyOp, Pointwise, Reduction
+from fusec.dialects.aten import CopyOp, PermuteOp, Pointwise, Reduction, TransposeOp
 from fusec.dialects.fusion import GroupOp, YieldOp
 from fusec.dialects.inference import is_scalar
 from fusec.passes.aliasing import alias_root, may_alias, tensor_roots
@@ -70,6 +70,24 @@ def is_pointwise(op: Operation) -> bool:
 def is_scalar_constant(op: Operation | None) -> bool:
     """`arith.constant` of a Python scalar (f64/i64/i1): cloned into groups, never an input."""
     return isinstance(op, ConstantOp) and is_scalar(op.result.type)
+
+
+def unswapped(v: SSAValue) -> SSAValue | None:
+    """`x` when `v` is `x` with its last two dims swapped (`transpose` of those
+    dims, or the `permute` that swaps them): a weight's `t(w)` before a product,
+    a key's `k.transpose(-2, -1)` in attention."""
+    op = v.owner
+    t = v.type
+    if not isinstance(t, TensorType) or t.get_num_dims() < 2:
+        return None
+    rank = t.get_num_dims()
+    if isinstance(op, TransposeOp):
+        dims = {d % rank for d in (op.dim0.value.data, op.dim1.value.data)}
+        return op.input if dims == {rank - 2, rank - 1} else None
+    if isinstance(op, PermuteOp):
+        swap = [*range(rank - 2), rank - 1, rank - 2]
+        return op.input if [d % rank for d in op.dims.get_values()] == swap else None
+    return None
 
 
 def is_consumer(op: Operation) -> bool:

@@ -125,7 +125,7 @@ def _evaluate(op: Operation, v: SSAValue, memo: dict[SSAValue, Any]) -> Any:
         return fn(_tensor(args[0]), args[1], alpha=number_value(op.alpha, 1))
     binary = _BINARY.get(type(op))
     if binary is not None:
-        return binary(_tensor(args[0]), args[1] if isinstance(args[1], torch.Tensor) else args[1])
+        return binary(_tensor(args[0]), args[1])
     return None
 
 

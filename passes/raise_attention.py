@@ -62,7 +62,6 @@ from fusec.dialects.aten import (
     FullLikeOp,
     MatmulOp,
     MulOp,
-    PermuteOp,
     PositionsOp,
     ReshapeOp,
     ScaledDotProductAttentionOp,
@@ -74,6 +73,7 @@ from fusec.dialects.aten import (
     number_value,
 )
 from fusec.passes.fusion_remarks import derived_from
+from fusec.passes.fusion_utils import unswapped
 from fusec.passes.position_masks import is_causal
 from xdsl.context import Context
 from xdsl.dialects.arith import ConstantOp
@@ -103,22 +103,6 @@ def _constant(v: SSAValue) -> float | None:
     return float(value.value.data)
 
 
-def _untransposed(v: SSAValue) -> SSAValue | None:
-    """`k` when `v` is `k` with its last two dims swapped (`transpose` or `permute`)."""
-    op = v.owner
-    t = v.type
-    if not isinstance(t, TensorType) or t.get_num_dims() < 2:
-        return None
-    rank = t.get_num_dims()
-    if isinstance(op, TransposeOp):
-        dims = {d % rank for d in (op.dim0.value.data, op.dim1.value.data)}
-        return op.input if dims == {rank - 2, rank - 1} else None
-    if isinstance(op, PermuteOp):
-        swap = [*range(rank - 2), rank - 1, rank - 2]
-        return op.input if [d % rank for d in op.dims.get_values()] == swap else None
-    return None
-
-
 @dataclass
 class _Scores:
     """What stands between the softmax and the first product."""
@@ -127,22 +111,20 @@ class _Scores:
     scale: float
     mask: SSAValue | None
     causal: bool
-    ops: list[Operation]
-    """The ops the attention replaces, users before producers."""
 
 
-def _scale_of(v: SSAValue) -> tuple[SSAValue, float, Operation] | None:
-    """(the unscaled scores, the scale, the op) when `v` is `s * c`, `c * s` or `s / c`."""
+def _scale_of(v: SSAValue) -> tuple[SSAValue, float] | None:
+    """(the unscaled scores, the scale) when `v` is `s * c`, `c * s` or `s / c`."""
     op = v.owner
     if isinstance(op, MulOp):
         for s, c in ((op.lhs, op.rhs), (op.rhs, op.lhs)):
             value = _constant(c)
             if value is not None and isinstance(s.type, TensorType):
-                return s, value, op
+                return s, value
     if isinstance(op, DivOp) and op.rounding_mode is None:
         value = _constant(op.rhs)
         if value is not None and value != 0.0:
-            return op.lhs, 1.0 / value, op
+            return op.lhs, 1.0 / value
     return None
 
 
@@ -182,7 +164,6 @@ def _used_once(v: SSAValue, besides: set[Operation]) -> bool:
 
 def _find_scores(x: SSAValue) -> _Scores | None:
     """The product, scale and mask the softmax input `x` is made of."""
-    ops: list[Operation] = []
     mask: SSAValue | None = None
     causal = _causal_fill(x)
     # The causal mask's own ops read the scores' sizes: they go with the where,
@@ -194,13 +175,11 @@ def _find_scores(x: SSAValue) -> _Scores | None:
         if not readers <= besides | {causal[1]}:
             return None
         x = causal[0]
-        ops.append(causal[1])
     add = x.owner
     if isinstance(add, AddOp) and number_value(add.alpha, 1) == 1 and _used_once(x, besides):
         for s, m in ((add.lhs, add.rhs), (add.rhs, add.lhs)):
             if isinstance(s.owner, MatmulOp | MulOp | DivOp) and isinstance(m.type, TensorType):
                 x, mask = s, m
-                ops.append(add)
                 break
         else:
             return None
@@ -209,15 +188,13 @@ def _find_scores(x: SSAValue) -> _Scores | None:
     if scaled is not None:
         if not _used_once(x, besides):
             return None
-        x, scale, op = scaled
-        ops.append(op)
+        x, scale = scaled
     product = x.owner
     if not isinstance(product, MatmulOp) or not _used_once(x, besides):
         return None
-    ops.append(product)
     if causal is not None and mask is not None:
         return None  # PyTorch's attention takes one or the other
-    return _Scores(product, scale, mask, causal is not None, ops)
+    return _Scores(product, scale, mask, causal is not None)
 
 
 @dataclass
@@ -244,7 +221,7 @@ class RaiseWrittenOutAttention(RewritePattern):
             return
         q, kt = found.scores.lhs, found.scores.rhs
         new_ops: list[Operation] = []
-        k = _untransposed(kt)
+        k = unswapped(kt)
         if k is None:
             swap = TransposeOp([kt], {"dim0": IntegerAttr(-2, i64), "dim1": IntegerAttr(-1, i64)})
             new_ops.append(swap)
@@ -262,24 +239,16 @@ class RaiseWrittenOutAttention(RewritePattern):
         new_ops.append(attention)
         derived_from(new_ops, op)
         rewriter.replace(op, new_ops, [attention.result])
-        inputs = [o for dead in found.ops for o in dead.operands]
-        rewriter.erase(softmax)
-        for dead in found.ops:
-            if isinstance(dead, WhereOp):
-                # Its mask first: the mask's ops read the sizes of the ops below.
-                condition = dead.condition
-                rewriter.erase(dead)
-                _erase_unused([condition], rewriter)
-            else:
-                rewriter.erase(dead)
-        # The key's transpose, the scale's constant and a causal mask's ops,
-        # where only the replaced ops read them.
-        _erase_unused([kt, *inputs], rewriter)
+        # The softmax and what only it read: the mask fill or add, the scale, the
+        # scores, the key's transpose, constants and a causal mask's ops.
+        _erase_unused([softmax.result], rewriter)
 
 
 def _erase_unused(values: list[SSAValue], rewriter: PatternRewriter) -> None:
     """Erases the side-effect-free ops of `values` that nothing reads any more,
-    and then those of their operands."""
+    and then those of their operands. An op skipped while another still read it
+    comes back when that reader is erased (a causal mask's `full_like` reads the
+    scale's result), so the walk leaves nothing dead behind."""
     work = list(values)
     while work:
         v = work.pop()
@@ -292,13 +261,12 @@ def _erase_unused(values: list[SSAValue], rewriter: PatternRewriter) -> None:
         rewriter.erase(op)
 
 
-def _batched(v: SSAValue, batch: list[int]) -> tuple[SSAValue, list[Operation]] | None:
-    """(`a`, the ops between) when `v` is `reshape(to(expand(a)))` (`to` and
-    `expand` optional, each to `a`'s own type) flattening `a`'s `batch` dims into one."""
+def _batched(v: SSAValue, batch: list[int]) -> SSAValue | None:
+    """`a` when `v` is `reshape(to(expand(a)))` (`to` and `expand` optional, each
+    to `a`'s own type) flattening `a`'s `batch` dims into one."""
     op = v.owner
     if not isinstance(op, ReshapeOp | ViewOp):
         return None
-    peeled: list[Operation] = [op]
     a = op.input
     src, dst = a.type, v.type
     assert isinstance(src, TensorType) and isinstance(dst, TensorType)
@@ -308,9 +276,8 @@ def _batched(v: SSAValue, batch: list[int]) -> tuple[SSAValue, list[Operation]] 
     for kind in (ToOp, ExpandOp):
         inner = a.owner
         if isinstance(inner, kind) and inner.input.type == a.type:
-            peeled.append(inner)
             a = inner.input
-    return a, peeled
+    return a
 
 
 def _feeds_softmax(v: SSAValue) -> bool:
@@ -347,18 +314,16 @@ class RaiseFlattenedBatchProduct(RewritePattern):
         lhs, rhs = _batched(product.lhs, batch), _batched(product.rhs, batch)
         if lhs is None or rhs is None:
             return
-        if not (isinstance(lhs[0].owner, SoftmaxOp) or _feeds_softmax(op.result)):
+        if not (isinstance(lhs.owner, SoftmaxOp) or _feeds_softmax(op.result)):
             return
-        raised = MatmulOp(lhs[0], rhs[0])
+        raised = MatmulOp(lhs, rhs)
         if raised.result.type != out:
             raised.erase()
             return
         derived_from([raised], op)
         rewriter.replace(op, [raised], [raised.result])
-        rewriter.erase(product)
-        for dead in (*lhs[1], *rhs[1]):
-            if not any(r.uses for r in dead.results):
-                rewriter.erase(dead)
+        # The batched product and the reshapes, clones and expands only it read.
+        _erase_unused([product.result], rewriter)
 
 
 @dataclass(frozen=True)

@@ -27,12 +27,11 @@ from fusec.dialects.aten import (
     AddmmOp,
     LinearOp,
     MmOp,
-    PermuteOp,
     ReshapeOp,
-    TransposeOp,
     ViewOp,
 )
 from fusec.passes.concat_matmul_sum import transposed
+from fusec.passes.fusion_utils import unswapped
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Operation, SSAValue
@@ -44,18 +43,6 @@ from xdsl.pattern_rewriter import (
     op_type_rewrite_pattern,
 )
 from xdsl.utils.exceptions import VerifyException
-
-
-def _transposed_weight(v: SSAValue) -> SSAValue | None:
-    """`w` when `v` is `w` transposed (2-d `transpose 0 1` or `permute [1, 0]`)."""
-    op = v.owner
-    if isinstance(op, TransposeOp):
-        dims = {op.dim0.value.data, op.dim1.value.data}
-        if dims in ({0, 1}, {0, -1}, {-2, 1}, {-2, -1}):
-            return op.input
-    if isinstance(op, PermuteOp) and list(op.dims.get_values()) == [1, 0]:
-        return op.input
-    return None
 
 
 def _flattened(v: SSAValue) -> SSAValue | None:
@@ -102,7 +89,7 @@ class RaiseFlattenedLinear(RewritePattern):
             return
         if bias is not None and isinstance(bias.type, TensorType) and bias.type.get_num_dims() != 1:
             return  # `addmm` broadcasts a 2-d bias over rows; `linear` takes a vector
-        w = _transposed_weight(rhs)
+        w = unswapped(rhs)
         new_ops: list[Operation] = []
         if w is None:
             # `x @ w` with `w` stored [K, N] (GPT-2's `Conv1D`): the linear of
