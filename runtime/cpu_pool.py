@@ -14,7 +14,9 @@ out again for an output of the same byte size:
     del out                              # the pool's reference is the last one
     out = pool().empty(size, stride, torch.float32, nbytes)   # the same block
 
-A block is free when the pool holds its storage's only reference (views,
+Outputs are made over a block's storage by torch's `_reinterpret_tensor` from a
+base tensor the block keeps per dtype, so taking one costs no ATen call. A block
+is free when the pool and those bases hold its storage's only references (views,
 saved-for-backward tensors and NumPy arrays of an output all hold one) and the
 only reference to its Python storage object: `y.untyped_storage()` and
 `y.storage()` return that same object (PyTorch keeps one per storage), which
@@ -68,7 +70,7 @@ class OutputPool:
         """Bytes of all blocks the pool keeps, in use or free."""
         self.reused = 0
         """Outputs served by a block that was free (for tests and benchmarks)."""
-        self._blocks: dict[int, list[torch.UntypedStorage]] = {}
+        self._blocks: dict[int, list[_Block]] = {}
         self._lock = threading.Lock()
 
     def empty(
@@ -79,22 +81,22 @@ class OutputPool:
         with self._lock:
             blocks = self._blocks.setdefault(nbytes, [])
             for i in range(len(blocks)):
-                if _is_free(blocks, i):
+                if _is_free(blocks[i]):
                     block = blocks[i]
                     # A caller shrank it (`storage.resize_`), or moved it to shared
                     # memory, which another process may still read: not reused.
-                    if block.nbytes() < nbytes or block.is_shared():
+                    if block.storage.nbytes() < nbytes or block.storage.is_shared():
                         del blocks[i]
                         self.held -= nbytes
                         break
                     self.reused += 1
-                    return _wrap(block, size, stride, dtype)
+                    return block.tensor(size, stride, dtype)
             if not self._make_room(nbytes):
                 return torch.empty_strided(size, stride, dtype=dtype, device="cpu")
-            block = torch.empty(nbytes, dtype=torch.uint8).untyped_storage()
+            block = _Block(torch.empty(nbytes, dtype=torch.uint8).untyped_storage())
             blocks.append(block)
             self.held += nbytes
-            return _wrap(block, size, stride, dtype)
+            return block.tensor(size, stride, dtype)
 
     def _make_room(self, nbytes: int) -> bool:
         """Drops free blocks (any size) until `nbytes` more fit."""
@@ -104,7 +106,7 @@ class OutputPool:
             for i in reversed(range(len(blocks))):
                 if self.held + nbytes <= self.cap_bytes:
                     return True
-                if _is_free(blocks, i):
+                if _is_free(blocks[i]):
                     del blocks[i]
                     self.held -= size
         return self.held + nbytes <= self.cap_bytes
@@ -116,29 +118,66 @@ class OutputPool:
             self.held = 0
 
 
-def _python_refs(blocks: list[Any], i: int) -> int:
-    """References to `blocks[i]`'s Python object, counting the list's slot and
-    `getrefcount`'s argument (no local name holds it here, so the count is the
-    same from every caller)."""
-    return sys.getrefcount(blocks[i])
+_reinterpret: Callable[..., torch.Tensor] | None = getattr(
+    getattr(getattr(torch._C, "_dynamo", None), "guards", None), "_reinterpret_tensor", None
+)
+"""Torch's entry for Inductor's generated code: a tensor over `x`'s storage with
+other sizes and strides, made without dispatch, so an output costs no ATen call
+(`torch.empty(0).set_(...)` costs two, counted by the profiler as the model's)."""
 
 
-_POOL_ONLY_REFS = _python_refs([object()], 0)
-"""`_python_refs` of an object nothing but its list refers to (measured: the
-interpreter decides what `getrefcount` counts)."""
+class _Block:
+    """A pooled storage and, per dtype and inference mode, a tensor over it that
+    outputs are made from (`_reinterpret` keeps its base's dtype and dispatch
+    keys, and an inference tensor's keys differ from a normal one's)."""
+
+    __slots__ = ("bases", "storage")
+
+    def __init__(self, storage: torch.UntypedStorage):
+        self.storage = storage
+        self.bases: dict[tuple[torch.dtype, bool], torch.Tensor] = {}
+
+    def tensor(
+        self, size: Sequence[int], stride: Sequence[int], dtype: torch.dtype
+    ) -> torch.Tensor:
+        if _reinterpret is None:
+            return torch.empty(0, dtype=dtype).set_(self.storage, 0, size, stride)
+        key = (dtype, torch.is_inference_mode_enabled())
+        base = self.bases.get(key)
+        if base is None:
+            base = self.bases[key] = torch.empty(0, dtype=dtype).set_(self.storage)
+        return _reinterpret(base, size, stride, 0)
 
 
-def _is_free(blocks: list[torch.UntypedStorage], i: int) -> bool:
-    """No tensor or view holds `blocks[i]`'s storage and no one but the pool holds
-    its Python object (`s = y.untyped_storage()`, or a `y.storage()` wrapping it)."""
+def _python_refs(block: _Block) -> int:
+    """References to `block`'s Python storage object, counting the block's slot and
+    `getrefcount`'s argument."""
+    return sys.getrefcount(block.storage)
+
+
+def _measured_refs(with_base: bool) -> int:
+    """`_python_refs` of a block no tensor but its own base uses. The interpreter
+    decides what `getrefcount` counts, and torch keeps a storage's Python object
+    alive from C++ while some tensor also holds the storage (one more reference)."""
+    block = _Block(torch.UntypedStorage(0))
+    if with_base:
+        block.tensor((0,), (1,), torch.float32)
+    return _python_refs(block)
+
+
+_POOL_ONLY_REFS = (_measured_refs(False), _measured_refs(_reinterpret is not None))
+"""`_python_refs` of a free block without, and with, bases."""
+
+
+def _is_free(block: _Block) -> bool:
+    """No tensor or view holds `block`'s storage but the block's own bases, and no
+    one but the block holds its Python object (`s = y.untyped_storage()`, or a
+    `y.storage()` wrapping it)."""
     assert _use_count is not None
-    return _use_count(blocks[i]._cdata) == 1 and _python_refs(blocks, i) == _POOL_ONLY_REFS
-
-
-def _wrap(
-    block: torch.UntypedStorage, size: Sequence[int], stride: Sequence[int], dtype: torch.dtype
-) -> torch.Tensor:
-    return torch.empty(0, dtype=dtype).set_(block, 0, size, stride)
+    return (
+        _use_count(block.storage._cdata) == 1 + len(block.bases)
+        and _python_refs(block) == _POOL_ONLY_REFS[bool(block.bases)]
+    )
 
 
 _POOL: OutputPool | None = None

@@ -340,7 +340,6 @@ def _layer_norm(op: OpInfo) -> OpFn:
     return layer_norm
 
 
-
 def _attention(op: OpInfo) -> OpFn:
     scale = op.prop("scale")
     causal = bool(op.prop("is_causal", False))
@@ -352,6 +351,7 @@ def _attention(op: OpInfo) -> OpFn:
         return (F.scaled_dot_product_attention(q, k, v, m, is_causal=causal, scale=scale),)
 
     return attention
+
 
 def _gather(op: OpInfo) -> OpFn:
     dim = op.prop("dim")
@@ -386,6 +386,29 @@ def _positions(op: OpInfo) -> OpFn:
 
 def _broadcast_sizes(op: OpInfo) -> OpFn:
     return lambda *sizes: (torch.Size(torch.broadcast_shapes(*sizes)),)
+
+
+REUSED_ZEROS = "reused"
+"""The `OpInfo` property of a `zeros_like` whose result is only read by what
+follows (kernels, guards, pointwise ops): one tensor serves every call."""
+
+
+def _zeros_like(op: OpInfo) -> OpFn:
+    if not op.props.get(REUSED_ZEROS):
+        return lambda x: (torch.zeros_like(x, memory_format=torch.contiguous_format),)
+    # A shared kernel fed zeros (`share-group-kernels`) would otherwise pay an
+    # ATen call and a fill of the whole tensor every call.
+    held: list[tuple[Any, torch.Tensor]] = []
+
+    def run(x: torch.Tensor) -> tuple[Any, ...]:
+        key = (x.shape, x.dtype, x.device, torch.is_inference_mode_enabled())
+        if held and held[-1][0] == key:
+            return (held[-1][1],)
+        zeros = torch.zeros_like(x, memory_format=torch.contiguous_format)
+        held[:] = [(key, zeros)]
+        return (zeros,)
+
+    return run
 
 
 _BUILDERS: dict[str, Callable[[OpInfo], OpFn]] = {
@@ -424,9 +447,7 @@ _BUILDERS: dict[str, Callable[[OpInfo], OpFn]] = {
     "full_like": _full_like,
     "positions": _positions,
     "broadcast_sizes": _broadcast_sizes,
-    "zeros_like": lambda op: (
-        lambda x: (torch.zeros_like(x, memory_format=torch.contiguous_format),)
-    ),
+    "zeros_like": _zeros_like,
 }
 """`TorchStep.kind` -> the builder of a callable from an `OpInfo`."""
 

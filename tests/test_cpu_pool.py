@@ -182,3 +182,19 @@ def test_a_storage_kept_without_its_tensor_is_not_reused(out_pool, keep):
     del kept, got
     f(*_args(3))  # the block is free again once the storage is dropped
     assert out_pool.reused >= 1
+
+
+def test_a_pooled_output_costs_no_aten_call(out_pool):
+    """Outputs come from a block without `empty` + `set_` (the profiler counts
+    those as the model's ATen calls): the fused call makes none, new block or reused."""
+    f = fusec.compile(_fn)
+    for seed in range(3):
+        x, y = _args(seed)
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+            out = f(x, y)
+        calls = [e.name for e in prof.events() if e.name.startswith("aten::")]
+        if seed:  # the first call makes the block (and its base): later ones reuse it
+            assert calls == []
+        torch.testing.assert_close(out, _fn(x, y))
+        del out
+    assert out_pool.reused >= 2

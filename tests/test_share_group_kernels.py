@@ -50,3 +50,18 @@ def test_a_group_missing_an_addend_runs_the_full_kernel_fed_zeros(special: float
     assert f.launches_per_call == 2
     assert fusec.cache_stats()["kernels_compiled"] == 1
     assert "fusion.zeros_like" in f.ir()
+
+
+def test_the_fed_zeros_are_made_once() -> None:
+    """The zeros only feed the kernel (and its guard's fallback), which read them:
+    one tensor serves every call, with no `zeros_like` per call, and each call
+    with new inputs still equals eager."""
+    f = fusec.compile(missing_gradient)
+    torch.manual_seed(1)
+    for k in range(3):
+        args = [torch.randn(4, 4) for _ in range(5)]
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+            got = f(*args)
+        torch.testing.assert_close(got, missing_gradient(*args))
+        calls = [e.name for e in prof.events() if e.name == "aten::zeros_like"]
+        assert calls == ([] if k else ["aten::zeros_like"])

@@ -370,3 +370,46 @@ def test_training_graphs_make_their_views_without_aten_calls() -> None:
     ref(x).sum().backward()
     for p, r in zip(model.parameters(), ref.parameters(), strict=True):
         torch.testing.assert_close(p.grad, r.grad, rtol=1e-4, atol=1e-5)
+
+
+class _Steps(torch.nn.Module):
+    """An unrolled loop over `xs[t]`: the forward saves each step's view of the
+    input for the backward, and also returns one."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(16, 16) / 4)
+
+    def forward(self, xs: torch.Tensor, h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        for t in range(xs.shape[0]):
+            h = torch.tanh(xs[t] @ self.w + h) * xs[t]
+        return h, xs[1]
+
+
+def test_saved_and_returned_views_of_inputs_in_training_graphs() -> None:
+    # The forward graph returns `xs[t]` (saved for the backward) and `xs[1]`:
+    # the program makes them from sizes and strides, with no `select`/`squeeze`
+    # per view and no `detach` by AOTAutograd per saved view. AOTAutograd makes
+    # the returned alias again from `xs`, so it is still a view of it.
+    torch.manual_seed(0)
+    model, ref = _Steps(), _Steps()
+    ref.load_state_dict(model.state_dict())
+    compiled = torch.compile(model, backend="fusec")
+    xs, h = torch.randn(4, 3, 16, requires_grad=True), torch.randn(3, 16)
+    for _ in range(2):
+        compiled(xs, h)[0].sum().backward()
+    box: dict[str, Any] = {}
+    forward = top_level_aten(lambda: box.setdefault("out", compiled(xs, h)))
+    assert not {n for n in forward if n in VIEW_CALLS or n == "aten::detach"}, forward
+    out, alias = box["out"]
+    want, want_alias = ref(xs, h)
+    torch.testing.assert_close(out, want)
+    assert alias._base is xs and alias.data_ptr() == xs[1].data_ptr()
+    torch.testing.assert_close(alias, want_alias)
+    xs.grad = None
+    (out.sum() + alias.sum()).backward()
+    got = xs.grad.clone()
+    xs.grad = None
+    (want.sum() + want_alias.sum()).backward()
+    torch.testing.assert_close(got, xs.grad)
+    torch.testing.assert_close(model.w.grad, 3 * ref.w.grad, rtol=1e-4, atol=1e-5)

@@ -266,7 +266,7 @@ class Specializing:
             if src[0] != "skip"
         ]
         program = build_program(
-            imported.func, kernels, opaque, imported.shape_dependent, contiguous
+            imported.func, kernels, opaque, imported.shape_dependent, contiguous, self.static_graph
         )
         program.group_key = group_key
         if tracing:

@@ -83,6 +83,7 @@ class _Builder(RootHolder):
         opaque: OpaqueProvider,
         exact_shapes: bool = False,
         contiguous_args: Collection[SSAValue] = (),
+        autograd_graph: bool = False,
     ):
         self.kernels = kernels
         self.opaque = opaque
@@ -90,6 +91,8 @@ class _Builder(RootHolder):
         self.contiguous_args = contiguous_args
         """The function's arguments the specialization key says are contiguous
         (the same values wherever a region or group body takes them)."""
+        self.autograd_graph = autograd_graph
+        """A graph AOTAutograd hands over: see `build_program`."""
 
     def build(
         self,
@@ -174,7 +177,7 @@ class _Builder(RootHolder):
         if x is None or got is None:
             return self.learned_view(op, slot, out_values)
         layouts.update(zip(op.results, got, strict=True))
-        if _returned_view_of_argument(op, out_values):
+        if not self.autograd_graph and _returned_view_of_argument(op, out_values):
             return None
         info = OpInfo(
             op.name,
@@ -379,18 +382,26 @@ def build_program(
     opaque: OpaqueProvider,
     exact_shapes: bool = False,
     contiguous_args: Sequence[bool] = (),
+    autograd_graph: bool = False,
 ) -> HostProgram:
     """The host program of `function`; groups get their kernels from `kernels`.
     A program for `exact_shapes` (never run at other sizes) makes the views it
     can from sizes and strides (`fusec.codegen.view_layouts`), starting from
     kernel and matrix-product results and the arguments `contiguous_args` says
-    are contiguous."""
+    are contiguous.
+
+    In an `autograd_graph` (a forward, backward or inference graph AOTAutograd
+    hands over) that includes views of the arguments it returns, as Inductor's
+    `reinterpret_tensor` does: AOTAutograd makes a returned alias of an input
+    again from that input, and saves the others for the backward detached. A
+    view made by PyTorch costs that call, and then a `detach` per saved tensor
+    (an unrolled LSTM's forward: 50 `squeeze` and 50 `detach`)."""
     block = function.body.block
     ret = block.last_op
     if not isinstance(ret, func.ReturnOp):
         raise UnsupportedProgram("function does not end with func.return")
     contiguous = {a for a, c in zip(block.args, contiguous_args, strict=False) if c}
-    builder = _Builder(kernels, opaque, exact_shapes, contiguous)
+    builder = _Builder(kernels, opaque, exact_shapes, contiguous, autograd_graph)
     program = builder.root = builder.build(block, list(ret.arguments))
     return program
 

@@ -27,9 +27,17 @@ from typing import Any
 import torch
 from fusec.dialects import aten, fusion
 from fusec.dialects import inference as inf
-from fusec.runtime.torch_steps import OpFn, OpInfo, TorchStep, dtype_name, step_callable
+from fusec.runtime.torch_steps import (
+    REUSED_ZEROS,
+    OpFn,
+    OpInfo,
+    TorchStep,
+    dtype_name,
+    step_callable,
+)
 from xdsl.dialects.builtin import DenseArrayBase, FloatAttr, IntegerAttr, TensorType
 from xdsl.ir import Attribute, Operation
+from xdsl.traits import Pure
 
 TORCH_DTYPES: dict[Attribute, torch.dtype] = {
     inf.BOOL: torch.bool,
@@ -158,6 +166,8 @@ def op_info(op: Operation) -> OpInfo:
     operand_types = [o.type for o in op.operands]
     result_types = [r.type for r in op.results]
     step = TORCH_STEPS[type(op)]
+    if isinstance(op, fusion.ZerosLikeOp) and _only_read(op):
+        props[REUSED_ZEROS] = True
     reshape = None
     if step.kind == "reshape" and isinstance(result_types[0], TensorType):
         reshape = inf.reshape_sizes(result_types[0].get_shape())
@@ -171,6 +181,17 @@ def op_info(op: Operation) -> OpInfo:
         ),
         reshape,
         step,
+    )
+
+
+def _only_read(op: Operation) -> bool:
+    """Whether every user of `op`'s results reads them into fresh results: a group
+    (its kernel's inputs are read-only), a guard, or a pointwise op."""
+    return all(
+        isinstance(u.operation, fusion.GroupOp | fusion.GuardOp)
+        or (u.operation.has_trait(aten.Pointwise) and u.operation.has_trait(Pure))
+        for r in op.results
+        for u in r.uses
     )
 
 
