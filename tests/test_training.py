@@ -448,10 +448,47 @@ def test_a_cats_padded_gradients_sum_to_a_cat(f, dynamic):
     if dynamic:  # symbolic batch and heads; positions and head size are the tables'
         for d in (0, 1):
             torch._dynamo.mark_dynamic(x, d)
-    got = torch.compile(f, backend="fusec")(x, cos, sin)
-    (got_grad,) = torch.autograd.grad(got.square().sum(), x)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = torch.compile(f, backend="fusec")(x, cos, sin)
+        (got_grad,) = torch.autograd.grad(got.square().sum(), x)
+    # The sum `x * cos`'s gradient + the cat is imported too, not run eagerly.
+    assert not [w for w in caught if "running eagerly" in str(w.message)]
     torch.testing.assert_close(got, want)
     torch.testing.assert_close(got_grad, want_grad)
     (backward,) = [g for g in compiled_graphs() if g.kind == "backward"]
     ir = backward.function.ir()
     assert ("slice_backward" in ir) == (f is overlapping_halves), ir
+
+
+def picked_entries(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """`nn.MultiheadAttention`'s fused projection: q, k, v picked from one
+    product. The backward pads each gradient back (`select_backward`) and adds."""
+    q, k, v = (x @ w).unflatten(-1, (3, 8)).unsqueeze(0).transpose(0, -2).squeeze(-2)
+    return torch.tanh(q) * k + v
+
+
+def two_of_three_entries(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """Entries 0 and 2 only: their padded gradients leave entry 1 zero, no `cat`."""
+    t = (x @ w).unflatten(-1, (3, 8))
+    return torch.tanh(t[..., 0, :]) * t[..., 2, :]
+
+
+@pytest.mark.parametrize("f", [picked_entries, two_of_three_entries])
+def test_picked_entries_gradients_sum_to_a_cat(f):
+    """Gradients of every entry of a dim, padded and summed, are imported as
+    their `cat` (the parts unsqueezed): no `select_backward` runs. Entries that
+    leave a gap stay as written."""
+    torch.manual_seed(0)
+    x, w = torch.randn(4, 5, 16), torch.randn(16, 24, requires_grad=True)
+    want = f(x, w)
+    (want_grad,) = torch.autograd.grad(want.square().sum(), w)
+    torch._dynamo.reset()
+    clear_compiled_graphs()
+    got = torch.compile(f, backend="fusec")(x, w)
+    (got_grad,) = torch.autograd.grad(got.square().sum(), w)
+    torch.testing.assert_close(got, want)
+    torch.testing.assert_close(got_grad, want_grad, rtol=1e-4, atol=1e-5)
+    (backward,) = [g for g in compiled_graphs() if g.kind == "backward"]
+    ir = backward.function.ir()
+    assert ("select_backward" in ir) != (f is picked_entries), ir
