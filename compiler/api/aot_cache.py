@@ -178,7 +178,7 @@ def _pickler() -> type:
 
     class RecordedValuePickler(GraphPickler):
         def reducer_override(self, obj: object) -> Any:
-            if isinstance(obj, FakeTensor) and not obj.is_sparse and _plain_layout(obj):
+            if isinstance(obj, FakeTensor) and _plain_layout(obj):
                 sizes, strides = tuple(obj.shape), tuple(obj.stride())
                 return _recorded, (sizes, strides, obj.storage_offset(), str(obj.dtype))
             return super().reducer_override(obj)
@@ -187,9 +187,10 @@ def _pickler() -> type:
 
 
 def _plain_layout(t: torch.Tensor) -> bool:
-    return (
-        all(type(s) is int for s in (*t.shape, *t.stride(), t.storage_offset()))
-        and t.layout == torch.strided
+    """Strided (a sparse tensor has no strides to ask for) with int sizes, strides
+    and offset (no symbols)."""
+    return t.layout == torch.strided and all(
+        type(s) is int for s in (*t.shape, *t.stride(), t.storage_offset())
     )
 
 

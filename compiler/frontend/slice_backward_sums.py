@@ -140,7 +140,8 @@ def cat_of_slice_backwards(ctx: Importer, a: Any, b: Any, alpha: Any) -> SSAValu
     rest = ctx.operand(others[0]) if others else None
     if rest is not None and not isinstance(rest.type, TensorType):
         return None
-    cat = _cat(ctx, *tiled, [n for n in add.graph.nodes if n in {*pads, *inner}], rest)
+    replaced = {*pads, *inner}
+    cat = _cat(ctx, *tiled, [n for n in add.graph.nodes if n in replaced], rest)
     if cat is None or rest is None:
         return cat
     return ctx.add_op(aten.AddOp(rest, cat)).results[0]
