@@ -99,19 +99,28 @@ _pool: ThreadPoolExecutor | None = None
 
 
 @functools.cache
-def num_threads() -> int:
-    """Threads the CPU executor splits kernels over (`FUSEC_NUM_THREADS` or all cores),
-    read once: it sits on the per-call path."""
+def _fixed_threads() -> int:
+    """`FUSEC_NUM_THREADS` (0: unset), read once."""
     from fusec.runtime import env
 
-    return env.num_threads() or (os.cpu_count() or 1)
+    return env.num_threads()
+
+
+def num_threads() -> int:
+    """Threads the CPU executor splits a kernel over: `FUSEC_NUM_THREADS`, else
+    the threads PyTorch uses (`torch.set_num_threads`), as a user of PyTorch
+    expects of everything that runs on its CPU threads. Read when a layout is
+    planned, not per call (as Inductor reads it when it compiles a kernel):
+    a plan keeps its split."""
+    return _fixed_threads() or torch.get_num_threads()
 
 
 def _thread_pool() -> ThreadPoolExecutor:
     global _pool
     with _pool_lock:
         if _pool is None:
-            _pool = ThreadPoolExecutor(max_workers=num_threads(), thread_name_prefix="fusec-cpu")
+            workers = max(num_threads(), os.cpu_count() or 1)
+            _pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="fusec-cpu")
         return _pool
 
 

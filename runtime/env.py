@@ -114,7 +114,8 @@ def env_text(name: str) -> str | None:
 
 
 def num_threads() -> int:
-    """`FUSEC_NUM_THREADS`: threads the CPU executor uses (0: all cores)."""
+    """`FUSEC_NUM_THREADS`: threads the CPU executor uses (0: as many as PyTorch,
+    `torch.get_num_threads()`)."""
     return env_int("FUSEC_NUM_THREADS", 0, minimum=0, maximum=4096)
 
 

@@ -95,6 +95,28 @@ def test_split_over_threads_along_dim_zero(monkeypatch):
     assert bounds == ((0, 32), (1, 64)) and shifts == ()
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_the_split_follows_torchs_threads(monkeypatch, threads):
+    # A user who runs PyTorch on one thread (`torch.set_num_threads(1)`) gets
+    # fusec's kernels on one thread too, as Inductor's; `FUSEC_NUM_THREADS` unset.
+    monkeypatch.delenv("FUSEC_NUM_THREADS", raising=False)
+    monkeypatch.setattr(cpu, "NATIVE_LAUNCH_NS", 1.0)
+    monkeypatch.setattr(cpu, "POOL_LAUNCH_NS", 1.0)
+    monkeypatch.setattr(cpu, "CHUNKS_PER_THREAD", 1)
+    cpu._fixed_threads.cache_clear()
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        x = torch.randn(64, 1024)
+        kernel = cpu.CpuKernel(build_kernel(make_group([x], lambda b, a: b.SigmoidOp(a))))
+        (got,) = kernel([x])
+    finally:
+        torch.set_num_threads(before)
+        cpu._fixed_threads.cache_clear()
+    torch.testing.assert_close(got, x.sigmoid())
+    assert len(_only_plan(kernel).chunks) == threads
+
+
 def test_unplanned_call_matches_the_planned_one():
     x, y = torch.randn(3, 4), torch.randn(4)
     kernel = cpu.CpuKernel(build_kernel(make_group([x, y], lambda b, a, c: b.AddOp(a, c))))
