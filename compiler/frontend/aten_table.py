@@ -38,7 +38,7 @@ from fusec.frontend.registry import Handler, in_place_packet, register_aten
 from fusec.frontend.slice_backward_sums import cat_of_slice_backwards
 from fusec.frontend.torch_table import emit, float_constant
 from fusec.frontend.value_types import static_dim
-from xdsl.dialects.builtin import IntegerAttr, TensorType
+from xdsl.dialects.builtin import IntegerAttr, IntegerType, TensorType
 from xdsl.ir import Attribute, Operation, SSAValue
 
 A = torch.ops.aten
@@ -85,7 +85,32 @@ def _add(ctx: Any, a: Any, b: Any, *, alpha: Any = 1) -> SSAValue:
     """`a + alpha * b`; the sum of a `cat`'s two padded gradient parts is the
     `cat` of the parts (`slice_backward_sums`)."""
     cat = cat_of_slice_backwards(ctx, a, b, alpha)
-    return cat if cat is not None else _add_alpha(ctx, a, b, alpha=alpha)
+    if cat is not None:
+        return cat
+    if _adds_int_zero(ctx, a, b):
+        return ctx.tensor(a)
+    return _add_alpha(ctx, a, b, alpha=alpha)
+
+
+def _adds_int_zero(ctx: Any, a: Any, b: Any) -> bool:
+    """`a + 0` of an integer `a` that an op made and only this add reads (HF's
+    position ids, `arange(n) + past_length` at length 0): the add changes no
+    value or dtype, and no one can tell its result from `a`. (A float `-0.0 + 0`
+    is `0.0`: not dropped.)"""
+    if not (isinstance(a, torch.fx.Node) and a.op == "call_function" and len(a.users) == 1):
+        return False
+    try:
+        zero = ctx.const(b)
+    except NotMapped:
+        return False
+    t = ctx.tensor(a).type
+    return (
+        type(zero) is int
+        and zero == 0
+        and isinstance(t, TensorType)
+        and isinstance(t.get_element_type(), IntegerType)
+        and DTYPES_OF_TORCH.get(ctx.real[ctx.node].dtype) == t.get_element_type()
+    )
 
 
 @register_aten(A.rsub)

@@ -51,7 +51,8 @@ caller's tensors.
 This module is the driver (`Importer`, `import_fx`, `import_graph`); the
 handlers live in tables by topic that register into `fusec.frontend.registry`:
 `torch_table` (pointwise, casts), `torch_shapes` (views, cuts, matrix products,
-sums), `import_activations`, `import_normalizations` and `aten_table`.
+sums), `import_activations`, `import_normalizations`, `position_embeddings`
+and `aten_table`.
 """
 
 from __future__ import annotations
@@ -69,7 +70,13 @@ from fusec.dialects.opmath import mark_steps
 # Importing the tables registers their handlers (`fusec.frontend.registry`):
 # the torch-level ones, the written-out activations and normalizations, and
 # the ATen table.
-from fusec.frontend import import_activations, import_bitwise, registry, torch_shapes  # noqa: F401
+from fusec.frontend import (  # noqa: F401
+    import_activations,
+    import_bitwise,
+    position_embeddings,
+    registry,
+    torch_shapes,
+)
 from fusec.frontend.aten_table import OPAQUE_SUBSTITUTES
 from fusec.frontend.fx_nodes import (
     MUTATING_OPS,

@@ -1,0 +1,107 @@
+"""Position ids written as an `arange` (GPT-2's learned positions) look their
+rows up as a view of the table (`fusec.frontend.position_embeddings`): no
+`aten::embedding` call for them, in AOTAutograd's ATen graphs (training) and
+in Dynamo's torch-level graphs (inference), with values and gradients equal to
+eager's. Ids that are not consecutive rows of the table still gather through
+PyTorch, and ids past the table raise as eager does."""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Callable
+from typing import Any
+
+import fusec
+import pytest
+import torch
+import torch._dynamo
+import torch.nn.functional as F
+from torch import nn
+
+
+class Positions(nn.Module):
+    """Token embeddings plus learned positions `ids_of(n)`, then a LayerNorm."""
+
+    def __init__(self, ids_of: Callable[[int], torch.Tensor], rows: int = 16):
+        super().__init__()
+        self.tok = nn.Embedding(20, 8)
+        self.pos = nn.Embedding(rows, 8)
+        self.ids_of = ids_of
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        positions = self.ids_of(ids.shape[1]).unsqueeze(0)
+        h = self.tok(ids) + self.pos(positions)
+        return F.layer_norm(h, h.shape[-1:]).sigmoid()
+
+
+IDS: dict[str, tuple[Callable[[int], torch.Tensor], bool]] = {
+    "arange": (lambda n: torch.arange(n), True),
+    "arange + 0": (lambda n: torch.arange(n) + 0, True),  # GPT-2's, at past length 0
+    "shifted": (lambda n: torch.arange(n) + 3, True),
+    "from 2": (lambda n: torch.arange(2, 2 + n), True),
+    "step 2": (lambda n: torch.arange(0, 2 * n, 2), False),
+    "reversed": (lambda n: torch.arange(n).flip(0), False),
+}
+"""How the position ids are made, and whether they are consecutive rows."""
+
+
+def _aten_calls(call: Callable[[], Any]) -> collections.Counter[str]:
+    """Top-level `aten::` calls of `call()` by name."""
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        call()
+    calls: collections.Counter[str] = collections.Counter()
+    for e in prof.events():
+        if not e.name.startswith("aten::"):
+            continue
+        p = e.cpu_parent
+        while p is not None and not p.name.startswith("aten::"):
+            p = p.cpu_parent
+        if p is None:
+            calls[e.name] += 1
+    return calls
+
+
+@pytest.mark.parametrize("how", list(IDS))
+def test_positions_in_training(how):
+    ids_of, consecutive = IDS[how]
+    torch.manual_seed(0)
+    model = Positions(ids_of)
+    ids = torch.randint(0, 20, (3, 5))
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend="fusec")
+    out = compiled(ids)
+    out.sum().backward()
+    got = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad()
+    want = model(ids)
+    want.sum().backward()
+    torch.testing.assert_close(out, want)
+    for g, p in zip(got, model.parameters(), strict=True):
+        torch.testing.assert_close(g, p.grad)
+    calls = _aten_calls(lambda: compiled(ids))
+    assert calls["aten::embedding"] == (1 if consecutive else 2)
+    if how == "arange + 0":  # the int `+ 0` is the arange itself
+        assert calls["aten::add"] == 0
+
+
+@pytest.mark.parametrize("how", list(IDS))
+def test_positions_in_inference(how):
+    ids_of, consecutive = IDS[how]
+    torch.manual_seed(0)
+    model = Positions(ids_of)
+    ids = torch.randint(0, 20, (3, 5))
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend="fusec")
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(ids), model(ids))
+        calls = _aten_calls(lambda: compiled(ids))
+    assert calls["aten::embedding"] == (1 if consecutive else 2)
+
+
+def test_positions_past_the_table_raise_as_eager():
+    model = Positions(lambda n: torch.arange(n) + 3, rows=6)
+    ids = torch.randint(0, 20, (2, 5))  # rows 3 .. 7 of 6
+    with pytest.raises(IndexError):
+        model(ids)
+    with torch.no_grad(), pytest.raises(IndexError):
+        fusec.compile(model)(ids)
