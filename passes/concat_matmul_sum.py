@@ -27,10 +27,11 @@ copy then reads and writes contiguous rows.) AOTAutograd writes each term as
 the one product.
 
 It fires on a tree of `add`s (alpha 1, each inner sum used once, all of one
-type) with at least two product terms, each used only by the sum, when every
-size is known at compile time and each term's share of the copies,
+type) with at least two product terms, each used only by the sum, when the
+result's sizes are known at compile time and each term's share of the copies,
 `K_i * (M + N)`, is at most the `M * N` elements the separate term would write
-and the add read back. The result equals the sum up to summation order.
+and the add read back (a K known only at run time, a symbolic batch, is taken:
+`_pays_off`). The result equals the sum up to summation order.
 """
 
 from __future__ import annotations
@@ -54,23 +55,28 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import InsertPoint, Rewriter
 
 
-def static_matrix(v: SSAValue) -> tuple[int, int] | None:
-    """`v`'s sizes when it is a 2-d float tensor with both sizes known."""
+def float_matrix(v: SSAValue) -> tuple[int, int] | None:
+    """`v`'s sizes when it is a 2-d float tensor (`inf.DYNAMIC` for a size
+    known only at run time)."""
     t = v.type
     if not isinstance(t, TensorType) or t.get_num_dims() != 2:
         return None
     if not isinstance(t.get_element_type(), AnyFloat):
         return None
     rows, cols = t.get_shape()
-    if inf.DYNAMIC in (rows, cols):
-        return None
     return rows, cols
 
 
+def static_matrix(v: SSAValue) -> tuple[int, int] | None:
+    """`v`'s sizes when it is a 2-d float tensor with both sizes known."""
+    sizes = float_matrix(v)
+    return None if sizes is None or inf.DYNAMIC in sizes else sizes
+
+
 def swapped_input(v: SSAValue) -> SSAValue | None:
-    """`x` when `v` is `transpose(x)` of a 2-d `x`."""
+    """`x` when `v` is `transpose(x)` of a 2-d float `x`."""
     op = v.owner
-    if isinstance(op, TransposeOp) and static_matrix(op.input) is not None:
+    if isinstance(op, TransposeOp) and float_matrix(op.input) is not None:
         dims = {op.dim0.value.data % 2, op.dim1.value.data % 2}
         if dims == {0, 1}:
             return op.input
@@ -150,8 +156,13 @@ def _collect(root: AddOp) -> _Sum:
 
 def _pays_off(m: int, n: int, k: int) -> bool:
     """The term's operands, copied into the cats, are no more than the result
-    it would write (and the add read back) on its own."""
-    return k * (m + n) <= m * n
+    it would write (and the add read back) on its own. A K known only at run
+    time (a symbolic batch) is taken: whatever K is, the copies are
+    `K * (M + N)` elements against the product's `2 * M * N * K` flops, at most
+    `1/M + 1/N` of an element per flop, while at a batch-sized K (a
+    recurrence's steps) they save the terms' writes and the adds' reads as
+    with static sizes, and the kernels stay those of the static graph."""
+    return k == inf.DYNAMIC or k * (m + n) <= m * n
 
 
 @dataclass
@@ -184,7 +195,7 @@ class ConcatProducts(RewritePattern):
         rhs: list[SSAValue] = []
         new_ops: list[Operation] = []
         for mm, flipped in found.products:
-            lhs_sizes, rhs_sizes = static_matrix(mm.lhs), static_matrix(mm.rhs)
+            lhs_sizes, rhs_sizes = float_matrix(mm.lhs), float_matrix(mm.rhs)
             want = out[::-1] if flipped else out
             if (
                 lhs_sizes is None

@@ -25,6 +25,27 @@ func.func @weight_gradient(%g0: tensor<4x64xf32>, %g1: tensor<4x64xf32>, %x0: te
 
 // -----
 
+// The same gradient under `dynamic=True`: K is the symbolic batch. The result's
+// sizes are known, so the terms still concatenate (whatever K is, the copies
+// are at most 1/M + 1/N of an element per flop of the product).
+// CHECK-LABEL: func.func @symbolic_batch
+// CHECK-SAME: (%[[G0:.*]]: tensor<?x64xf32>, %[[G1:.*]]: tensor<?x64xf32>, %[[X0:.*]]: tensor<?x16xf32>, %[[X1:.*]]: tensor<?x16xf32>)
+// CHECK-NEXT: %[[G:.*]] = aten.cat %[[G0]], %[[G1]] dim = 0 : tensor<?x64xf32>, tensor<?x64xf32> -> tensor<?x64xf32>
+// CHECK-NEXT: %[[GT:.*]] = aten.transpose %[[G]] dim0 = 0 dim1 = 1 : tensor<?x64xf32> -> tensor<64x?xf32>
+// CHECK-NEXT: %[[X:.*]] = aten.cat %[[X0]], %[[X1]] dim = 0 : tensor<?x16xf32>, tensor<?x16xf32> -> tensor<?x16xf32>
+// CHECK-NEXT: %[[R:.*]] = aten.mm %[[GT]], %[[X]] : tensor<64x?xf32>, tensor<?x16xf32> -> tensor<64x16xf32>
+// CHECK-NEXT: func.return %[[R]]
+func.func @symbolic_batch(%g0: tensor<?x64xf32>, %g1: tensor<?x64xf32>, %x0: tensor<?x16xf32>, %x1: tensor<?x16xf32>) -> tensor<64x16xf32> {
+  %a0 = aten.transpose %g0 dim0 = 0 dim1 = 1 : tensor<?x64xf32> -> tensor<64x?xf32>
+  %m0 = aten.mm %a0, %x0 : tensor<64x?xf32>, tensor<?x16xf32> -> tensor<64x16xf32>
+  %a1 = aten.transpose %g1 dim0 = 0 dim1 = 1 : tensor<?x64xf32> -> tensor<64x?xf32>
+  %m1 = aten.mm %a1, %x1 : tensor<64x?xf32>, tensor<?x16xf32> -> tensor<64x16xf32>
+  %r = aten.add %m0, %m1 : tensor<64x16xf32>, tensor<64x16xf32> -> tensor<64x16xf32>
+  func.return %r : tensor<64x16xf32>
+}
+
+// -----
+
 // Three plain products and a term that is not one: the products concatenate
 // along K (left operands by columns, right ones by rows), the other term is
 // added after. A product under one transpose is `b^T @ a^T`.
@@ -52,7 +73,8 @@ func.func @tree(%a0: tensor<32x2xf64>, %b0: tensor<2x32xf64>, %a1: tensor<32x3xf
 
 // Left alone: a product with another use (it would be computed twice); a sum
 // with one product; products whose K is large next to the result (the copies
-// would cost more than the adds); sizes not known at compile time; an inner
+// would cost more than the adds); a result of sizes not known at compile time;
+// an inner
 // sum with another use.
 // CHECK-LABEL: func.func @kept
 // CHECK-NOT: aten.cat
