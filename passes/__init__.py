@@ -15,6 +15,7 @@ _PASSES: tuple[tuple[str, str, str], ...] = (
     ("raise-attention", "raise_attention", "RaiseAttentionPass"),
     ("decompose-reductions", "decompose_reductions", "DecomposeReductionsPass"),
     ("sink-views", "sink_views", "SinkViewsPass"),
+    ("slice-pointwise", "slice_pointwise", "SlicePointwisePass"),
     ("broadcasting-chunk", "broadcasting_chunk", "BroadcastingChunkPass"),
     ("lower-broadcasting-chunk", "lower_broadcasting_chunk", "LowerBroadcastingChunkPass"),
     ("hoist-reductions", "hoist_reductions", "HoistReductionsPass"),

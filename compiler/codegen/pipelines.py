@@ -4,14 +4,15 @@ Each is a `-p` pipeline string, so `fusec-opt --fuse x.mlir` is exactly
 `fusec-opt -p <FUSE_PIPELINE> x.mlir`.
 """
 
-FUSE_PIPELINE = "functionalize,fold-transpose-pairs,raise-linear,raise-attention,decompose,decompose-reductions,concat-matmul-sum,batch-shared-matmul,sink-views,broadcasting-chunk,lower-broadcasting-chunk,hoist-reductions,fuse,fuse-concat-exits,fuse,remove-outputs-used-only-in-size,share-group-kernels,fold-matmul-bias"
+FUSE_PIPELINE = "functionalize,fold-transpose-pairs,raise-linear,raise-attention,decompose,decompose-reductions,concat-matmul-sum,batch-shared-matmul,sink-views,slice-pointwise,broadcasting-chunk,lower-broadcasting-chunk,hoist-reductions,fuse,fuse-concat-exits,fuse,remove-outputs-used-only-in-size,share-group-kernels,fold-matmul-bias"
 """The default fusion pipeline: raise ATen's flattened N-d linears back to
 `aten.linear` (`raise-linear`) and written-out attention to
 `aten.scaled_dot_product_attention` (`raise-attention`), split biases out of
 linear/addmm, expand
 softmax/log_softmax/layer_norm into reductions + pointwise (reductions keep their
 dims, so they can join groups), move chunks above
-their pointwise producers (as the seeds' BroadcastingChunk) and lower what is left
+their pointwise producers (as the seeds' BroadcastingChunk; a pointwise op read
+only through slices runs once per slice, `slice-pointwise`) and lower what is left
 to per-operand chunks, then fuse; cats of a group's outputs join it as exits, and
 a second `fuse` merges what the cat's uses had kept apart (the group can now move
 past the cat's old position, as the seeds' backward LSTM needs). First, in-place
