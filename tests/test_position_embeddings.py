@@ -7,9 +7,7 @@ PyTorch, and ids past the table raise as eager does."""
 
 from __future__ import annotations
 
-import collections
 from collections.abc import Callable
-from typing import Any
 
 import fusec
 import pytest
@@ -17,6 +15,8 @@ import torch
 import torch._dynamo
 import torch.nn.functional as F
 from torch import nn
+
+from tests.test_view_layouts import top_level_aten
 
 
 class Positions(nn.Module):
@@ -45,22 +45,6 @@ IDS: dict[str, tuple[Callable[[int], torch.Tensor], bool]] = {
 """How the position ids are made, and whether they are consecutive rows."""
 
 
-def _aten_calls(call: Callable[[], Any]) -> collections.Counter[str]:
-    """Top-level `aten::` calls of `call()` by name."""
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
-        call()
-    calls: collections.Counter[str] = collections.Counter()
-    for e in prof.events():
-        if not e.name.startswith("aten::"):
-            continue
-        p = e.cpu_parent
-        while p is not None and not p.name.startswith("aten::"):
-            p = p.cpu_parent
-        if p is None:
-            calls[e.name] += 1
-    return calls
-
-
 @pytest.mark.parametrize("how", list(IDS))
 def test_positions_in_training(how):
     ids_of, consecutive = IDS[how]
@@ -78,7 +62,7 @@ def test_positions_in_training(how):
     torch.testing.assert_close(out, want)
     for g, p in zip(got, model.parameters(), strict=True):
         torch.testing.assert_close(g, p.grad)
-    calls = _aten_calls(lambda: compiled(ids))
+    calls = top_level_aten(lambda: compiled(ids))
     assert calls["aten::embedding"] == (1 if consecutive else 2)
     if how == "arange + 0":  # the int `+ 0` is the arange itself
         assert calls["aten::add"] == 0
@@ -94,7 +78,7 @@ def test_positions_in_inference(how):
     compiled = torch.compile(model, backend="fusec")
     with torch.no_grad():
         torch.testing.assert_close(compiled(ids), model(ids))
-        calls = _aten_calls(lambda: compiled(ids))
+        calls = top_level_aten(lambda: compiled(ids))
     assert calls["aten::embedding"] == (1 if consecutive else 2)
 
 
