@@ -12,7 +12,7 @@ import fusec
 import pytest
 import torch
 from fusec.api.backend import dynamo_graphs
-from test_view_layouts import top_level_aten
+from kernel_counts import top_level_aten
 from torch import nn
 
 

@@ -12,9 +12,8 @@ import fusec
 import torch
 import torch._dynamo
 from fusec.api.training import clear_compiled_graphs, compiled_graphs
+from kernel_counts import top_level_aten
 from torch import nn
-
-from tests.test_view_layouts import top_level_aten
 
 _COPIES = ("aten::to", "aten::clone", "aten::contiguous", "aten::copy_", "aten::cat")
 

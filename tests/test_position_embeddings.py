@@ -14,9 +14,8 @@ import pytest
 import torch
 import torch._dynamo
 import torch.nn.functional as F
+from kernel_counts import top_level_aten
 from torch import nn
-
-from tests.test_view_layouts import top_level_aten
 
 
 class Positions(nn.Module):

@@ -6,10 +6,8 @@ with `torch.profiler`."""
 
 from __future__ import annotations
 
-import collections
 import itertools
 import random
-from collections.abc import Callable
 from typing import Any
 
 import fusec
@@ -23,6 +21,7 @@ from fusec.frontend.importer import import_fx, trace
 from fusec.runtime.cache import default_cache
 from fusec.runtime.program_data import program_from_data, program_to_data
 from fusec.runtime.torch_steps import learned
+from kernel_counts import top_level_aten
 from test_guards import Built
 
 VIEW_CALLS = {
@@ -43,22 +42,6 @@ VIEW_CALLS = {
     "aten::empty",
     "aten::set_",
 }
-
-
-def top_level_aten(fn: Callable[[], Any]) -> collections.Counter[str]:
-    """ATen calls `fn` makes that no other ATen call made."""
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
-        fn()
-    counts: collections.Counter[str] = collections.Counter()
-    for event in prof.events():
-        if not event.name.startswith("aten::"):
-            continue
-        parent = event.cpu_parent
-        while parent is not None and not parent.name.startswith("aten::"):
-            parent = parent.cpu_parent
-        if parent is None:
-            counts[event.name] += 1
-    return counts
 
 
 # ------------------------------------------------------------------ view strides
