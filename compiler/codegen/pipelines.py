@@ -34,26 +34,16 @@ depend on each other (the steps' input projections) one product over stacked
 rows (`batch-shared-matmul`)."""
 
 
-def compile_pipeline(device: str = "cpu", lone_copies: bool = False) -> str:
+def compile_pipeline(device: str = "cpu") -> str:
     """What `fusec.compile` runs: `FUSE_PIPELINE`, then `guard` for kernels on
     `device`, so each group runs only on inputs it was specialized for and the
     unfused ops run otherwise. (`--fuse` stays guard-free.) A device with an
     index is quoted, since `:` is no token of a pipeline spec:
 
         compile_pipeline("cuda:1")   # "...,guard{device=\"cuda:1\"}"
-
-    `lone_copies` (the graphs AOTAutograd hands `torch.compile`'s backend) runs
-    `fuse{lone-copies=true}` and `fuse-concat-exits{lone-copies=true}`: a copy
-    or a `cat` that fuses with nothing is a kernel.
     """
     value = device if device.isidentifier() else f'"{device}"'
-    fuse = FUSE_PIPELINE
-    if lone_copies:
-        fuse = ",".join(
-            f"{p}{{lone-copies=true}}" if p in ("fuse", "fuse-concat-exits") else p
-            for p in fuse.split(",")
-        )
-    return f"{fuse},guard{{device={value}}}"
+    return f"{FUSE_PIPELINE},guard{{device={value}}}"
 
 
 COMPILE_PIPELINE = compile_pipeline()
