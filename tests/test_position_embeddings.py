@@ -8,6 +8,7 @@ PyTorch, and ids past the table raise as eager does."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import fusec
 import pytest
@@ -44,14 +45,19 @@ IDS: dict[str, tuple[Callable[[int], torch.Tensor], bool]] = {
 """How the position ids are made, and whether they are consecutive rows."""
 
 
-@pytest.mark.parametrize("how", list(IDS))
-def test_positions_in_training(how):
+def _compiled(how: str) -> tuple[Positions, Any, torch.Tensor, bool]:
+    """The model with ids made `how`, its `torch.compile` with fusec, token ids,
+    and whether the position ids are consecutive rows."""
     ids_of, consecutive = IDS[how]
     torch.manual_seed(0)
     model = Positions(ids_of)
-    ids = torch.randint(0, 20, (3, 5))
     torch._dynamo.reset()
-    compiled = torch.compile(model, backend="fusec")
+    return model, torch.compile(model, backend="fusec"), torch.randint(0, 20, (3, 5)), consecutive
+
+
+@pytest.mark.parametrize("how", list(IDS))
+def test_positions_in_training(how):
+    model, compiled, ids, consecutive = _compiled(how)
     out = compiled(ids)
     out.sum().backward()
     got = [p.grad.clone() for p in model.parameters()]
@@ -69,12 +75,7 @@ def test_positions_in_training(how):
 
 @pytest.mark.parametrize("how", list(IDS))
 def test_positions_in_inference(how):
-    ids_of, consecutive = IDS[how]
-    torch.manual_seed(0)
-    model = Positions(ids_of)
-    ids = torch.randint(0, 20, (3, 5))
-    torch._dynamo.reset()
-    compiled = torch.compile(model, backend="fusec")
+    model, compiled, ids, consecutive = _compiled(how)
     with torch.no_grad():
         torch.testing.assert_close(compiled(ids), model(ids))
         calls = top_level_aten(lambda: compiled(ids))
