@@ -89,3 +89,32 @@ def test_positions_past_the_table_raise_as_eager():
         model(ids)
     with torch.no_grad(), pytest.raises(IndexError):
         fusec.compile(model)(ids)
+
+
+class ReturnsRows(nn.Module):
+    """Hands the looked-up rows out (through `.to()` of their own device, which
+    returns them as they are): eager makes them a new tensor."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pos = nn.Embedding(16, 8)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        rows = self.pos(torch.arange(x.shape[1])).to(x.device)
+        return rows, (x + rows).sigmoid()
+
+
+def test_rows_handed_out_are_not_a_view_of_the_table():
+    torch.manual_seed(0)
+    model = ReturnsRows()
+    x = torch.randn(2, 5, 8)
+    before = model.pos.weight.detach().clone()
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend="fusec")
+    with torch.no_grad():
+        rows, y = compiled(x)
+        want_rows, want_y = model(x)
+        torch.testing.assert_close(rows, want_rows)
+        torch.testing.assert_close(y, want_y)
+        rows.add_(1.0)  # the caller's tensor: the weights must not change
+    torch.testing.assert_close(model.pos.weight.detach(), before)

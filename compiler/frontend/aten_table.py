@@ -92,12 +92,16 @@ def _add(ctx: Any, a: Any, b: Any, *, alpha: Any = 1) -> SSAValue:
     return _add_alpha(ctx, a, b, alpha=alpha)
 
 
+_ARANGES = (A.arange.default, A.arange.start, A.arange.start_step)
+
+
 def _adds_int_zero(ctx: Any, a: Any, b: Any) -> bool:
-    """`a + 0` of an integer `a` that an op made and only this add reads (HF's
-    position ids, `arange(n) + past_length` at length 0): the add changes no
-    value or dtype, and no one can tell its result from `a`. (A float `-0.0 + 0`
-    is `0.0`: not dropped.)"""
-    if not (isinstance(a, torch.fx.Node) and a.op == "call_function" and len(a.users) == 1):
+    """`a + 0` of an integer `arange` that only this add reads (HF's position
+    ids, `arange(n) + past_length` at length 0): the add changes no value or
+    dtype, and the arange is a new tensor no one else sees, so no one can tell
+    the add's result from it. (Not for a view, which would alias its base; not
+    for floats: `-0.0 + 0` is `0.0`.)"""
+    if not (isinstance(a, torch.fx.Node) and a.target in _ARANGES and len(a.users) == 1):
         return False
     try:
         zero = ctx.const(b)

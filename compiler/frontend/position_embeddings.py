@@ -103,10 +103,41 @@ def _arange_bounds(ctx: Importer, node: torch.fx.Node, shift: int) -> tuple[int,
     return start + shift, end - start
 
 
+_FRESH: frozenset[Any] = frozenset(
+    {A.add.Tensor, A.sub.Tensor, A.mul.Tensor, A.div.Tensor}
+    | {operator.add, operator.sub, operator.mul, operator.truediv}
+    | {torch.add, torch.sub, torch.mul, torch.div, "add", "sub", "mul", "div"}
+)
+"""Ops whose result is a new tensor whatever their inputs: the rows' view stops there."""
+
+
+def _escapes(node: torch.fx.Node) -> bool:
+    """Whether `node`'s value may leave the graph as itself or an alias of it:
+    eager's `embedding` makes a new tensor, and a view of the table handed out
+    would let a write to it change the weights. Every reader but `_FRESH`'s
+    arithmetic may return an alias (a view, `.to()` of the same device,
+    dropout in eval), so the walk goes on through it."""
+    seen: set[torch.fx.Node] = set()
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        for user in n.users:
+            if user.op == "output":
+                return True
+            if user.target not in _FRESH and user not in seen:
+                seen.add(user)
+                stack.append(user)
+    return False
+
+
 def embedding_of_consecutive_ids(ctx: Importer, weight: Any, ids: Any) -> SSAValue | None:
     """`embedding(weight, ids)` as a narrow view of `weight` reshaped to the
-    result's shape, when `consecutive_ids` reads `ids` and they are rows of a
-    2-d `weight` of static row count; else None."""
+    result's shape, when `consecutive_ids` reads `ids`, they are rows of a 2-d
+    `weight` of static row count, and only arithmetic reads the rows (the view
+    never leaves the graph: `_escapes`); else None."""
+    assert ctx.node is not None
+    if _escapes(ctx.node):
+        return None
     pos = consecutive_ids(ctx, ids)
     w = ctx.tensor(weight)
     t = w.type
