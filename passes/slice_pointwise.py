@@ -47,10 +47,6 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import InsertPoint
 
 
-def _length(op: SliceOp, size: int) -> int:
-    return len(range(size)[op.start.value.data : op.end.value.data : op.step.value.data])
-
-
 def _fusible_reader(op: Operation) -> bool:
     return is_consumer(op) or isinstance(op, CatOp)
 
@@ -66,20 +62,9 @@ def _sliced_operand(
     d = dim - (rank - t.get_num_dims())
     if d < 0 or t.get_shape()[d] == 1:
         return v
-    piece = SliceOp.create(
-        operands=[v],
-        properties={**cut.properties, "dim": IntegerAttr(d, i64)},
-        result_types=[_cut_type(t, d, _length(cut, t.get_shape()[d]))],
-    )
-    piece.verify()
+    piece = SliceOp([v], {**cut.properties, "dim": IntegerAttr(d, i64)})
     new_ops.append(piece)
     return piece.result
-
-
-def _cut_type(t: TensorType, d: int, n: int) -> TensorType:
-    shape = list(t.get_shape())
-    shape[d] = n
-    return TensorType(t.get_element_type(), shape)
 
 
 @dataclass

@@ -34,11 +34,12 @@ from fusec.dialects import inference as inf
 from fusec.frontend import import_normalizations as norm
 from fusec.frontend import torch_shapes, torch_table
 from fusec.frontend.imported import NotMapped
+from fusec.frontend.position_embeddings import adds_int_zero
 from fusec.frontend.registry import Handler, in_place_packet, register_aten
 from fusec.frontend.slice_backward_sums import cat_of_slice_backwards
 from fusec.frontend.torch_table import emit, float_constant
 from fusec.frontend.value_types import static_dim
-from xdsl.dialects.builtin import IntegerAttr, IntegerType, TensorType
+from xdsl.dialects.builtin import IntegerAttr, TensorType
 from xdsl.ir import Attribute, Operation, SSAValue
 
 A = torch.ops.aten
@@ -87,34 +88,9 @@ def _add(ctx: Any, a: Any, b: Any, *, alpha: Any = 1) -> SSAValue:
     cat = cat_of_slice_backwards(ctx, a, b, alpha)
     if cat is not None:
         return cat
-    if _adds_int_zero(ctx, a, b):
+    if adds_int_zero(ctx, a, b):
         return ctx.tensor(a)
     return _add_alpha(ctx, a, b, alpha=alpha)
-
-
-_ARANGES = (A.arange.default, A.arange.start, A.arange.start_step)
-
-
-def _adds_int_zero(ctx: Any, a: Any, b: Any) -> bool:
-    """`a + 0` of an integer `arange` that only this add reads (HF's position
-    ids, `arange(n) + past_length` at length 0): the add changes no value or
-    dtype, and the arange is a new tensor no one else sees, so no one can tell
-    the add's result from it. (Not for a view, which would alias its base; not
-    for floats: `-0.0 + 0` is `0.0`.)"""
-    if not (isinstance(a, torch.fx.Node) and a.target in _ARANGES and len(a.users) == 1):
-        return False
-    try:
-        zero = ctx.const(b)
-    except NotMapped:
-        return False
-    t = ctx.tensor(a).type
-    return (
-        type(zero) is int
-        and zero == 0
-        and isinstance(t, TensorType)
-        and isinstance(t.get_element_type(), IntegerType)
-        and DTYPES_OF_TORCH.get(ctx.real[ctx.node].dtype) == t.get_element_type()
-    )
 
 
 @register_aten(A.rsub)

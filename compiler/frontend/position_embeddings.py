@@ -29,12 +29,13 @@ from typing import TYPE_CHECKING, Any
 import torch
 import torch.fx
 import torch.nn.functional as F
+from fusec.codegen.torch_ops import DTYPES_OF_TORCH
 from fusec.dialects import aten
 from fusec.dialects import inference as inf
 from fusec.frontend import torch_shapes
 from fusec.frontend.imported import NotMapped
 from fusec.frontend.registry import register, register_aten
-from xdsl.dialects.builtin import IntegerAttr, TensorType
+from xdsl.dialects.builtin import IntegerAttr, IntegerType, TensorType
 from xdsl.ir import SSAValue
 
 if TYPE_CHECKING:
@@ -136,12 +137,13 @@ def embedding_of_consecutive_ids(ctx: Importer, weight: Any, ids: Any) -> SSAVal
     `weight` of static row count, and only arithmetic reads the rows (the view
     never leaves the graph: `_escapes`); else None."""
     assert ctx.node is not None
-    if _escapes(ctx.node):
-        return None
     pos = consecutive_ids(ctx, ids)
     w = ctx.tensor(weight)
     t = w.type
     if pos is None or not isinstance(t, TensorType) or t.get_num_dims() != 2:
+        return None
+    # The graph walk last: most lookups (token ids) are no `arange` at all.
+    if _escapes(ctx.node):
         return None
     first, count = pos
     rows = t.get_shape()[0]
@@ -190,3 +192,25 @@ def _embedding(
     if ctx.const(max_norm) is not None:
         raise NotMapped("embedding with max_norm")
     return _aten_embedding(ctx, weight, ids)
+
+
+def adds_int_zero(ctx: Importer, a: Any, b: Any) -> bool:
+    """`a + 0` of an integer `arange` that only this add reads (HF's position
+    ids, `arange(n) + past_length` at length 0): the add changes no value or
+    dtype, and the arange is a new tensor no one else sees, so no one can tell
+    the add's result from it. (Not for a view, which would alias its base; not
+    for floats: `-0.0 + 0` is `0.0`.)"""
+    if not (isinstance(a, torch.fx.Node) and a.target in _ARANGES and len(a.users) == 1):
+        return False
+    try:
+        zero = ctx.const(b)
+    except NotMapped:
+        return False
+    t = ctx.tensor(a).type
+    return (
+        type(zero) is int
+        and zero == 0
+        and isinstance(t, TensorType)
+        and isinstance(t.get_element_type(), IntegerType)
+        and DTYPES_OF_TORCH.get(ctx.real[ctx.node].dtype) == t.get_element_type()  # type: ignore[index]
+    )
