@@ -16,6 +16,7 @@ _PASSES: tuple[tuple[str, str, str], ...] = (
     ("decompose-reductions", "decompose_reductions", "DecomposeReductionsPass"),
     ("sink-views", "sink_views", "SinkViewsPass"),
     ("slice-pointwise", "slice_pointwise", "SlicePointwisePass"),
+    ("attention-query-layout", "attention_query_layout", "AttentionQueryLayoutPass"),
     ("broadcasting-chunk", "broadcasting_chunk", "BroadcastingChunkPass"),
     ("lower-broadcasting-chunk", "lower_broadcasting_chunk", "LowerBroadcastingChunkPass"),
     ("hoist-reductions", "hoist_reductions", "HoistReductionsPass"),

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from fusec.dialects.aten import CatOp, ChunkOp, PermuteOp, TransposeOp
+from fusec.dialects.aten import CatOp, ChunkOp, PermuteOp, ToOp, TransposeOp
 from fusec.dialects.fusion import GroupOp
 from fusec.dialects.inference import broadcast_shapes
 from fusec.passes.aliasing import is_view_op
@@ -57,7 +57,7 @@ from fusec.passes.fusion_utils import (
 from fusec.passes.lowering.reduction_domain import fusion_shape, is_fusible_reduction
 from fusec.passes.view_placement import move_views_to_first_use
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects.builtin import AnyFloat, ModuleOp, TensorType
 from xdsl.ir import Operation, OpResult, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
@@ -389,6 +389,35 @@ class WrapLoneReductionInGroup(RewritePattern):
         self.state.fused(wrap_in_group(op, rewriter, self.state), True)
 
 
+@dataclass
+class WrapLoneCopyInGroup(RewritePattern):
+    """A copy (`aten.to`: `contiguous()`, `clone()`, a float cast) that fused with
+    nothing becomes a group of its own, so it runs as a kernel rather than a
+    PyTorch call (only with `lone-copies`, after the fusion walk). AOTAutograd's
+    graphs copy attention outputs and gradients to contiguous memory before the
+    products read them; the kernel copies any strides:
+
+        %c = aten.to %t : tensor<2x8x4x8xf32> -> tensor<2x8x4x8xf32>
+        ->
+        %c = fusion.group (%a = %t) : (tensor<2x8x4x8xf32>) -> (tensor<2x8x4x8xf32>) {
+          %r = aten.to %a : tensor<2x8x4x8xf32> -> tensor<2x8x4x8xf32>
+          fusion.yield %r : tensor<2x8x4x8xf32>
+        }
+    """
+
+    state: FusionState
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if not isinstance(op, ToOp) or op.parent_block() is None or in_group(op):
+            return
+        types = (op.input.type, op.result.type)
+        if not is_pointwise(op) or not all(
+            isinstance(t, TensorType) and isinstance(t.get_element_type(), AnyFloat) for t in types
+        ):
+            return
+        self.state.fused(wrap_in_group(op, rewriter, self.state), True)
+
+
 def _keeps_a_dim(t: TensorType) -> bool:
     """Whether a reduction's result of type `t` holds more than one value, or may
     (a symbolic size)."""
@@ -399,7 +428,7 @@ def _keeps_a_dim(t: TensorType) -> bool:
 class FusePass(ModulePass):
     """Form `fusion.group`s of pointwise work (see the module docstring).
 
-    fusec-opt -p 'fuse{arg-limit=128 max-group-ops=512 horizontal=false singleton-groups=false sibling-reductions=true lone-reductions=true}'
+    fusec-opt -p 'fuse{arg-limit=128 max-group-ops=512 horizontal=false singleton-groups=false sibling-reductions=true lone-reductions=true lone-copies=false}'
     """
 
     name = "fuse"
@@ -429,6 +458,12 @@ class FusePass(ModulePass):
     """Give reductions that fuse with nothing and keep some dims a group of
     their own (`WrapLoneReductionInGroup`): a bias gradient's column sum of a
     matmul's or an opaque op's result is then a kernel, not a PyTorch call."""
+
+    lone_copies: bool = field(default=False)
+    """Give copies and float casts that fuse with nothing a group of their own
+    (`WrapLoneCopyInGroup`). On for the graphs AOTAutograd hands `torch.compile`'s
+    backend, where a model's step pays each PyTorch call (as Inductor, which makes
+    every copy a kernel); off elsewhere, where one op alone stays with PyTorch."""
 
     def __post_init__(self) -> None:
         check_arg_limit(self.name, self.arg_limit)
@@ -468,6 +503,8 @@ class FusePass(ModulePass):
             if self.sibling_reductions:
                 lone.insert(0, FuseReductionIntoSibling(state, rejections, settled=True))
             walk(lone, reverse=False)
+        if self.lone_copies:
+            walk([WrapLoneCopyInGroup(state)], reverse=False)
         self._clean_up(op, state)
         if rejections is not None:
             rejections.finish(op, is_pointwise)

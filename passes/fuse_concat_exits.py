@@ -61,6 +61,11 @@ runtime do not model; the extra write is cheaper than a separate cat anyway.
 `fuse` runs again after this pass (`FUSE_PIPELINE`):
 once the cat is inside, the group may fuse into consumers that sat after the cat,
 but never into one that reads the cat's result (`reads_cat_exit`).
+
+A cat of one part no group computes is a copy kernel. With `lone-copies` (the
+graphs AOTAutograd hands `torch.compile`'s backend) so is a cat of several such
+parts of one type, the q/k/v gradients of a fused projection, as Inductor
+makes it, instead of a `torch.cat`.
 """
 
 from __future__ import annotations
@@ -196,6 +201,9 @@ class MergeGroupsOfCatParts(RewritePattern):
     """
 
     state: FusionState
+    lone_copies: bool = False
+    """A cat of several parts no group computes, all of one type, is a copy
+    kernel too (`FuseConcatExitsPass.lone_copies`)."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: CatOp, rewriter: PatternRewriter, /) -> None:
@@ -217,8 +225,15 @@ class MergeGroupsOfCatParts(RewritePattern):
         if not owners:
             # A cat of one part is a copy (a KV cache's `cat((past, k))` whose
             # empty past the import dropped): a copy kernel, as Inductor makes
-            # it. Several parts no group computes stay one `torch.cat`.
-            if len(op.inputs) == 1:
+            # it. Several parts no group computes stay one `torch.cat`, unless
+            # copies are kernels (`lone_copies`) and the parts are one index
+            # space (the q/k/v gradients of a fused projection).
+            args = len(set(op.inputs)) + 1
+            if len(op.inputs) == 1 or (
+                self.lone_copies
+                and len({v.type for v in op.inputs}) == 1
+                and args <= self.state.arg_limit
+            ):
                 wrap_in_group(op, rewriter, self.state)
             return
         if len(owners) == 1 and through:
@@ -351,10 +366,14 @@ class FuseConcatExitsPass(ModulePass):
     arg_limit: int = field(default=DEFAULT_ARG_LIMIT)
     """Most inputs + outputs the group's kernel may take once the cat has joined."""
 
+    lone_copies: bool = field(default=False)
+    """A cat of several equally typed parts no group computes is a copy kernel
+    (as `fuse{lone-copies=true}` makes a lone copy one), not a `torch.cat`."""
+
     def __post_init__(self) -> None:
         check_arg_limit(self.name, self.arg_limit)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         state = FusionState(arg_limit=self.arg_limit)
-        PatternRewriteWalker(MergeGroupsOfCatParts(state)).rewrite_module(op)
+        PatternRewriteWalker(MergeGroupsOfCatParts(state, self.lone_copies)).rewrite_module(op)
         PatternRewriteWalker(MoveCatIntoGroup(self.arg_limit)).rewrite_module(op)

@@ -118,9 +118,9 @@ class PointwiseBelowSlices(RewritePattern):
             piece.verify()
             new_ops.append(piece)
             derived_from(new_ops, producer)
-            rewriter.insert_op(new_ops, InsertPoint.before(s))
-            rewriter.replace_op(s, [], [piece.results[0]])
-        rewriter.erase_op(producer)
+            rewriter.insert(new_ops, InsertPoint.before(s))
+            rewriter.replace(s, [], [piece.results[0]])
+        rewriter.erase(producer)
 
 
 @dataclass(frozen=True)

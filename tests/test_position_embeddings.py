@@ -118,3 +118,30 @@ def test_rows_handed_out_are_not_a_view_of_the_table():
         torch.testing.assert_close(y, want_y)
         rows.add_(1.0)  # the caller's tensor: the weights must not change
     torch.testing.assert_close(model.pos.weight.detach(), before)
+
+
+class RotaryAngles(nn.Module):
+    """Llama's rotary angles from position ids made per call, `arange(n) + 0`
+    (the cache position at past length 0), read by a kernel, not a lookup."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("inv_freq", 1.0 / 10000 ** (torch.arange(0, 8, 2).float() / 8))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        positions = (torch.arange(x.shape[1]) + 0).unsqueeze(0)
+        angles = positions[:, :, None].float() * self.inv_freq
+        return x * torch.cat((angles, angles), dim=-1).cos()
+
+
+@pytest.mark.parametrize("grad", [False, True], ids=["inference", "training"])
+def test_an_integer_plus_zero_of_an_arange_is_the_arange(grad: bool):
+    """In Dynamo's torch-level graphs (inference) as in ATen graphs: no `aten::add`."""
+    model = RotaryAngles()
+    x = torch.randn(2, 5, 8, requires_grad=grad)  # with grad: AOTAutograd's ATen graph
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend="fusec")
+    with torch.enable_grad() if grad else torch.no_grad():
+        torch.testing.assert_close(compiled(x), model(x))
+        calls = top_level_aten(lambda: compiled(x))
+    assert calls["aten::add"] == 0, calls

@@ -152,14 +152,15 @@ def store_program(
         program_cache.store_program(key, text)
 
 
-def compile_pipeline_for(args: Sequence[Any]) -> str:
+def compile_pipeline_for(args: Sequence[Any], lone_copies: bool = False) -> str:
     """`COMPILE_PIPELINE` with guards for the device the inputs are on (a CUDA
-    device by index: its kernels are loaded for that device)."""
+    device by index: its kernels are loaded for that device); `lone_copies`:
+    copies that fuse with nothing are kernels (`compile_pipeline`)."""
     from fusec.codegen.pipelines import compile_pipeline
 
     devices = [a.device for a in args if isinstance(a, torch.Tensor)]
     device = devices[0] if devices else torch.device("cpu")
-    return compile_pipeline("cpu" if device.type == "cpu" else str(device))
+    return compile_pipeline("cpu" if device.type == "cpu" else str(device), lone_copies)
 
 
 @contextlib.contextmanager

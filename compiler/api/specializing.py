@@ -199,7 +199,8 @@ class Specializing:
     def _build(self, args: Sequence[Any]) -> Specialization:
         assert self.gm is not None
         name = self._name()
-        pipeline = self.options.pipeline or compile_pipeline_for(args)
+        # AOTAutograd's graphs: a step pays each PyTorch call, copies included.
+        pipeline = self.options.pipeline or compile_pipeline_for(args, self.static_graph)
         warm = self.options.program_cache and not self.options.strict
         host_key = self._host_key(args, pipeline) if warm else None
         if host_key is not None:

@@ -4,7 +4,7 @@ Each is a `-p` pipeline string, so `fusec-opt --fuse x.mlir` is exactly
 `fusec-opt -p <FUSE_PIPELINE> x.mlir`.
 """
 
-FUSE_PIPELINE = "functionalize,fold-transpose-pairs,raise-linear,raise-attention,decompose,decompose-reductions,concat-matmul-sum,batch-shared-matmul,sink-views,slice-pointwise,broadcasting-chunk,lower-broadcasting-chunk,hoist-reductions,fuse,fuse-concat-exits,fuse,remove-outputs-used-only-in-size,share-group-kernels,fold-matmul-bias"
+FUSE_PIPELINE = "functionalize,fold-transpose-pairs,raise-linear,raise-attention,decompose,decompose-reductions,concat-matmul-sum,batch-shared-matmul,sink-views,slice-pointwise,broadcasting-chunk,lower-broadcasting-chunk,hoist-reductions,fuse,fuse-concat-exits,fuse,attention-query-layout,remove-outputs-used-only-in-size,share-group-kernels,fold-matmul-bias"
 """The default fusion pipeline: raise ATen's flattened N-d linears back to
 `aten.linear` (`raise-linear`) and written-out attention to
 `aten.scaled_dot_product_attention` (`raise-attention`), split biases out of
@@ -15,7 +15,10 @@ their pointwise producers (as the seeds' BroadcastingChunk; a pointwise op read
 only through slices runs once per slice, `slice-pointwise`) and lower what is left
 to per-operand chunks, then fuse; cats of a group's outputs join it as exits, and
 a second `fuse` merges what the cat's uses had kept apart (the group can now move
-past the cat's old position, as the seeds' backward LSTM needs). First, in-place
+past the cat's old position, as the seeds' backward LSTM needs); a group computing
+attention's query then writes it in eager's `[b, t, h, d]` layout, so the
+attention output's `[b, t, h * d]` reshape is a view (`attention-query-layout`).
+First, in-place
 writes that no alias observes become plain values (`functionalize`) and a
 transpose of a transpose of the same dims is its source (`fold-transpose-pairs`,
 AOTAutograd's backward of every linear has two); last, group
@@ -34,16 +37,26 @@ depend on each other (the steps' input projections) one product over stacked
 rows (`batch-shared-matmul`)."""
 
 
-def compile_pipeline(device: str = "cpu") -> str:
+def compile_pipeline(device: str = "cpu", lone_copies: bool = False) -> str:
     """What `fusec.compile` runs: `FUSE_PIPELINE`, then `guard` for kernels on
     `device`, so each group runs only on inputs it was specialized for and the
     unfused ops run otherwise. (`--fuse` stays guard-free.) A device with an
     index is quoted, since `:` is no token of a pipeline spec:
 
         compile_pipeline("cuda:1")   # "...,guard{device=\"cuda:1\"}"
+
+    `lone_copies` (the graphs AOTAutograd hands `torch.compile`'s backend) runs
+    `fuse{lone-copies=true}` and `fuse-concat-exits{lone-copies=true}`: a copy
+    or a `cat` that fuses with nothing is a kernel.
     """
     value = device if device.isidentifier() else f'"{device}"'
-    return f"{FUSE_PIPELINE},guard{{device={value}}}"
+    fuse = FUSE_PIPELINE
+    if lone_copies:
+        fuse = ",".join(
+            f"{p}{{lone-copies=true}}" if p in ("fuse", "fuse-concat-exits") else p
+            for p in fuse.split(",")
+        )
+    return f"{fuse},guard{{device={value}}}"
 
 
 COMPILE_PIPELINE = compile_pipeline()

@@ -23,6 +23,7 @@ from fusec.dialects import aten
 from fusec.dialects import inference as inf
 from fusec.frontend.graph_values import Const
 from fusec.frontend.imported import NotMapped
+from fusec.frontend.position_embeddings import adds_int_zero
 from fusec.frontend.registry import Handler, register
 from fusec.frontend.value_types import is_scalar
 from torch import nn
@@ -100,7 +101,17 @@ def alpha_handler(op_cls: type[Operation]) -> Handler:
     return handle
 
 
-register(torch.add, operator.add, operator.iadd, "add", "add_")(alpha_handler(aten.AddOp))
+_add_alpha = register(operator.iadd, "add_")(alpha_handler(aten.AddOp))
+
+
+@register(torch.add, operator.add, "add")
+def _add(ctx: Importer, a: Any, b: Any, *, alpha: Any = None) -> SSAValue:
+    """`a + alpha * b`; an integer `arange(n) + 0` is the `arange` (`adds_int_zero`)."""
+    if alpha in (None, 1) and adds_int_zero(ctx, a, b):
+        return ctx.tensor(a)
+    return _add_alpha(ctx, a, b, alpha=alpha)
+
+
 register(torch.sub, operator.sub, operator.isub, "sub", "sub_")(alpha_handler(aten.SubOp))
 
 
