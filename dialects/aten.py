@@ -1487,6 +1487,39 @@ class GatherOp(AtenOp):
         return [TensorType(t.get_element_type(), i.get_shape())]
 
 
+@irdl_op_definition
+class EmbeddingOp(AtenOp):
+    """`torch.embedding(weight, indices)`: the rows of a 2-d table that integer
+    indices pick, shaped `indices.shape + [row size]`. Alone it runs through
+    PyTorch; `fuse-gathers` moves it into the group that reads it, whose kernel
+    reads each row from the table at `index * row size` (indices out of range
+    raise eager's `IndexError`).
+
+    %r = aten.embedding %w, %ids : tensor<100x32xf32>, tensor<2x8xi64> -> tensor<2x8x32xf32>
+    """
+
+    name = "aten.embedding"
+    weight = operand_def(TensorType)
+    indices = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$weight `,` $indices attr-dict `:` type($weight) `,` type($indices) `->` type($result)"
+    )
+
+    def __init__(self, weight: SSAValue | Operation, indices: SSAValue | Operation):
+        super().__init__([weight, indices])
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
+        w = _require_tensor(self, operand_types[0], "weight")
+        i = _require_tensor(self, operand_types[1], "indices")
+        if w.get_num_dims() != 2:
+            raise VerifyException(f"weight must be 2-d, got {w}")
+        if i.get_element_type() not in (I64, builtin.i32):
+            raise VerifyException(f"indices must be i64 or i32, got {i}")
+        return [TensorType(w.get_element_type(), [*i.get_shape(), w.get_shape()[1]])]
+
+
 OPAQUE_FRESH = "fresh"
 """The `aten.opaque` attribute saying its results are fresh tensors, its operands
 only read (see `OpaqueOp`)."""
@@ -1663,6 +1696,6 @@ ATEN_OPS: list[type[Operation]] = [
 
 ATEN_OPS += [CopyOp, SizeOp]
 ATEN_OPS += [AmaxOp, AminOp, VarOp, StdOp, SoftmaxOp, LogSoftmaxOp, LayerNormOp, GatherOp]
-ATEN_OPS += [SymSizeOp, FullLikeOp, PositionsOp, ScaledDotProductAttentionOp]
+ATEN_OPS += [SymSizeOp, FullLikeOp, PositionsOp, ScaledDotProductAttentionOp, EmbeddingOp]
 
 Aten = Dialect("aten", ATEN_OPS, [SizeType])

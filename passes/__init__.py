@@ -17,6 +17,7 @@ _PASSES: tuple[tuple[str, str, str], ...] = (
     ("sink-views", "sink_views", "SinkViewsPass"),
     ("slice-pointwise", "slice_pointwise", "SlicePointwisePass"),
     ("attention-query-layout", "attention_query_layout", "AttentionQueryLayoutPass"),
+    ("fuse-gathers", "fuse_gathers", "FuseGathersPass"),
     ("broadcasting-chunk", "broadcasting_chunk", "BroadcastingChunkPass"),
     ("lower-broadcasting-chunk", "lower_broadcasting_chunk", "LowerBroadcastingChunkPass"),
     ("hoist-reductions", "hoist_reductions", "HoistReductionsPass"),

@@ -37,7 +37,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from fusec.dialects.aten import Pointwise
+from fusec.dialects.aten import EmbeddingOp, Pointwise
 from fusec.dialects.fusion import LAYOUTS, GroupOp, GuardOp, InputSpecAttr, YieldOp
 from fusec.passes.fusion_remarks import cloned_from
 from xdsl.context import Context
@@ -71,6 +71,17 @@ def input_spec(value: SSAValue, layout: str, device: str) -> InputSpecAttr:
     return InputSpecAttr([d for d, s in enumerate(t.get_shape()) if s == 1], layout, device)
 
 
+def _gathered_tables(group: GroupOp) -> set[SSAValue]:
+    """The group's inputs that an `aten.embedding` in it reads as its table: its
+    kernel reads row `i` at `i * row size`, so they must be contiguous."""
+    args: dict[SSAValue, SSAValue] = dict(zip(group.body.block.args, group.inputs, strict=True))
+    return {
+        args[op.weight]
+        for op in group.body.block.ops
+        if isinstance(op, EmbeddingOp) and op.weight in args
+    }
+
+
 @dataclass
 class GuardGroup(RewritePattern):
     """`%r = fusion.group (...)` -> `%ok = fusion.guard (...)` +
@@ -86,7 +97,14 @@ class GuardGroup(RewritePattern):
         tensors = [v for v in op.inputs if isinstance(v.type, TensorType)]
         if not tensors:
             return
-        guard = GuardOp(tensors, [input_spec(v, self.layout, self.device) for v in tensors])
+        tables = _gathered_tables(op)
+        guard = GuardOp(
+            tensors,
+            [
+                input_spec(v, "contiguous" if v in tables else self.layout, self.device)
+                for v in tensors
+            ],
+        )
         guard.ok.name_hint = "ok"
         fallback = Block()
         mapping: dict[SSAValue, SSAValue] = dict(zip(op.body.block.args, op.inputs, strict=True))

@@ -37,6 +37,7 @@ from fusec.dialects import aten
 from fusec.dialects import inference as inf
 from fusec.passes.lowering.cpu_loop_nest import cpu_loops
 from fusec.passes.lowering.emitter import DYN, INDEX, LoopEmitter, dtype_name, storage_type
+from fusec.passes.lowering.gather import gather, gather_shapes
 from fusec.passes.lowering.kernel_args import (
     CAT_NOT_EXIT,
     VIEW_OPS,
@@ -123,8 +124,9 @@ def build_loop_kernel(
     # An operand dim that is statically 1 reads its one element at every index of
     # that dim: a constant 0 stride lets LLVM hoist the load and keep the loop
     # vectorized, where a runtime stride of 0 defeats its stride-1 versioning.
-    for v, k in plan.operand_of.items():
-        shape = v.type.get_shape()  # type: ignore[attr-defined]
+    static_shapes = [(v.type.get_shape(), k) for v, k in plan.operand_of.items()]  # type: ignore[attr-defined]
+    static_shapes += gather_shapes(plan)
+    for shape, k in static_shapes:
         lead = lrank - len(shape)
         strides = mems[k][1]
         for d in range(lrank):
@@ -157,6 +159,17 @@ def build_loop_kernel(
                 continue
             if isinstance(op, aten.CatOp):
                 raise DiagnosticException(CAT_NOT_EXIT)
+            if isinstance(op, aten.EmbeddingOp):
+                table, indices = plan.gathers[op]
+                vals[op.result] = gather(
+                    b,
+                    op,
+                    (refs[table], offsets[table]),
+                    (refs[indices], offsets[indices]),
+                    zero_division_flag(),
+                    c0,
+                )
+                continue
             if isinstance(op, arith.ConstantOp) and not isinstance(op.result.type, TensorType):
                 # A Python-scalar literal the fuser cloned into the group: same value and
                 # type as a scalar kernel argument would have.
@@ -180,6 +193,11 @@ def build_loop_kernel(
             b.store(vals[v], refs[j], [offsets[j]], t.get_element_type())  # type: ignore[attr-defined]
 
     lanes = 1
+    if gpu and plan.gathers:
+        raise DiagnosticException(
+            "lower-group-to-loops: aten.embedding in a kernel is CPU-only "
+            "(indices out of range are flagged to the host)"
+        )
     if gpu:
         from fusec.passes.lowering.gpu_loop import gpu_loops
 
@@ -196,7 +214,7 @@ def build_loop_kernel(
                 c0,
                 c1,
                 lambda ops, refs, offs: emit_body(LoopEmitter(ops), refs, offs),
-                tile,
+                tile and not plan.gathers,
                 vector_bits,
             )
         )

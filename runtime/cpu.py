@@ -730,8 +730,12 @@ def _split(
 
 
 def _check_zero_division(flag: ctypes.c_int8 | None) -> None:
-    """Eager's error for an integer division by zero the kernel saw."""
+    """Eager's error for what the kernel flagged: 1, an integer division by
+    zero; 2, an embedding index out of the table's range
+    (`fusec.passes.lowering.gather`)."""
     if flag is not None and flag.value:
+        if flag.value == 2:
+            raise IndexError("index out of range in self")
         raise RuntimeError("ZeroDivisionError")
 
 

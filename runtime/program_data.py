@@ -36,7 +36,13 @@ from fusec.runtime.program import (
     if_fn,
     kernel_fn,
 )
-from fusec.runtime.torch_steps import DTYPE_BY_NAME, OpInfo, dtype_name, step_callable
+from fusec.runtime.torch_steps import (
+    DTYPE_BY_NAME,
+    OpInfo,
+    dtype_name,
+    reused_result,
+    step_callable,
+)
 
 KernelKey = Callable[[Any], str | None]
 """A group op -> the kernel-cache key of its kernel (None: it has none)."""
@@ -103,6 +109,8 @@ def _step_to_data(step: Step, kernel_key: KernelKey, opaque_data: OpaqueData) ->
         d["branches"] = [program_to_data(b, kernel_key, opaque_data) for b in step.branches]
     elif what == "opaque":
         d["node"], d["call"] = recipe[1], opaque_data(recipe[1])
+        if recipe[2:] == ("reused",):
+            d["reused"] = True
     else:
         raise NotData(f"a {step.kind} step ({step.name}) cannot be written as data")
     return d
@@ -194,6 +202,8 @@ class _Loader:
             fn, recipe = if_fn(then, other, self.holder), ("if",)
         elif kind == "opaque":
             fn, recipe = self.opaque_call(d["call"]), ("opaque", str(d["node"]))
+            if d.get("reused"):  # `fusec.codegen.torch_ops.reusable`
+                fn, recipe = reused_result(fn), (*recipe, "reused")
         else:
             raise NotData(f"unknown step kind {kind!r}")
         return Step(fn, ins, outs, (), kind, name, branches, recipe, int(d["at"]))

@@ -1,9 +1,10 @@
 """Position ids written as an `arange` (GPT-2's learned positions) look their
-rows up as a view of the table (`fusec.frontend.position_embeddings`): no
-`aten::embedding` call for them, in AOTAutograd's ATen graphs (training) and
-in Dynamo's torch-level graphs (inference), with values and gradients equal to
-eager's. Ids that are not consecutive rows of the table still gather through
-PyTorch, and ids past the table raise as eager does."""
+rows up as a view of the table (`fusec.frontend.position_embeddings`), in
+AOTAutograd's ATen graphs (training) and in Dynamo's torch-level graphs
+(inference), with values and gradients equal to eager's. Ids that are not
+consecutive rows of the table are gathered (in the kernel reading them,
+`fuse-gathers`: no `aten::embedding` call either way), and ids past the table
+raise as eager does."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import pytest
 import torch
 import torch._dynamo
 import torch.nn.functional as F
+from fusec.api.training import clear_compiled_graphs, compiled_graphs
 from kernel_counts import top_level_aten
 from torch import nn
 
@@ -45,6 +47,12 @@ IDS: dict[str, tuple[Callable[[int], torch.Tensor], bool]] = {
 """How the position ids are made, and whether they are consecutive rows."""
 
 
+def _rows_as_view(ir: str) -> bool:
+    """Whether the compiled program reads the position rows as a narrow view of
+    the table (`aten.narrow`), not a lookup."""
+    return "aten.narrow" in ir
+
+
 def _compiled(how: str) -> tuple[Positions, Any, torch.Tensor, bool]:
     """The model with ids made `how`, its `torch.compile` with fusec, token ids,
     and whether the position ids are consecutive rows."""
@@ -52,6 +60,7 @@ def _compiled(how: str) -> tuple[Positions, Any, torch.Tensor, bool]:
     torch.manual_seed(0)
     model = Positions(ids_of)
     torch._dynamo.reset()
+    clear_compiled_graphs()
     return model, torch.compile(model, backend="fusec"), torch.randint(0, 20, (3, 5)), consecutive
 
 
@@ -68,7 +77,12 @@ def test_positions_in_training(how):
     for g, p in zip(got, model.parameters(), strict=True):
         torch.testing.assert_close(g, p.grad)
     calls = top_level_aten(lambda: compiled(ids))
-    assert calls["aten::embedding"] == (1 if consecutive else 2)
+    assert calls["aten::embedding"] == 0, calls
+    # The ids are made again for the backward rather than saved, and one
+    # tensor serves every call (`fusec_partition`, `torch_ops.reusable`).
+    assert calls["aten::arange"] == 0, calls
+    (forward,) = [g for g in compiled_graphs() if g.kind == "forward"]
+    assert _rows_as_view(forward.function.ir()) == consecutive
     if how == "arange + 0":  # the int `+ 0` is the arange itself
         assert calls["aten::add"] == 0
 
@@ -79,7 +93,8 @@ def test_positions_in_inference(how):
     with torch.no_grad():
         torch.testing.assert_close(compiled(ids), model(ids))
         calls = top_level_aten(lambda: compiled(ids))
-    assert calls["aten::embedding"] == (1 if consecutive else 2)
+    assert calls["aten::embedding"] == 0, calls
+    assert _rows_as_view(fusec.dynamo_graphs()[-1].ir()) == consecutive
 
 
 def test_positions_past_the_table_raise_as_eager():
@@ -145,3 +160,35 @@ def test_an_integer_plus_zero_of_an_arange_is_the_arange(grad: bool):
         torch.testing.assert_close(compiled(x), model(x))
         calls = top_level_aten(lambda: compiled(x))
     assert calls["aten::add"] == 0, calls
+
+
+def test_an_arange_only_kernels_read_is_made_once():
+    """Position ids of constant bounds read only by kernels are one tensor that
+    serves every call: no `aten::arange` per call (`torch_ops.reusable`)."""
+    model = RotaryAngles()
+    x = torch.randn(2, 5, 8)
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend="fusec")
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x), model(x))
+        assert top_level_aten(lambda: compiled(x))["aten::arange"] == 0
+        torch.testing.assert_close(compiled(x), model(x))
+
+
+def test_a_returned_arange_is_made_each_call():
+    """The caller may write to what the program returns: an `arange` it returns
+    (or a view of it) is not shared between calls."""
+
+    def positions(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        ids = torch.arange(x.shape[0])
+        return ids, ids.unsqueeze(0), x.sigmoid() * ids.float()[:, None]
+
+    x = torch.randn(4, 3)
+    f = fusec.compile(positions)
+    first, view, _ = f(x)
+    first.add_(5)
+    view.add_(7)
+    again, view_again, y = f(x)
+    torch.testing.assert_close(again, torch.arange(4))
+    torch.testing.assert_close(view_again, torch.arange(4).unsqueeze(0))
+    torch.testing.assert_close(y, positions(x)[2])

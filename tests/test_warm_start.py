@@ -159,17 +159,17 @@ def test_a_damaged_entry_falls_back_to_compiling(cache_dir, monkeypatch, damage)
 
 
 def test_a_program_with_opaque_calls_warm_starts(cache_dir, monkeypatch):
-    """An op fusec leaves to PyTorch (`cumsum`, an ATen embedding) is a step of
-    the entry, named by its target: a warm hit runs it with no import."""
+    """An op fusec leaves to PyTorch (`cumsum`, an ATen `index_select`) is a step
+    of the entry, named by its target: a warm hit runs it with no import."""
 
     def uses_cumsum(x: torch.Tensor, idx: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-        e = torch.ops.aten.embedding.default(w, idx)
+        e = torch.ops.aten.index_select.default(w, 0, idx)
         return torch.cumsum(torch.sigmoid(x), 0) * 2 + e.sum()
 
     args = (torch.randn(5, 3), torch.tensor([1, 0, 2]), torch.randn(4, 3))
     torch.testing.assert_close(fusec.compile(uses_cumsum)(*args), uses_cumsum(*args))
     (entry,) = _hosts(cache_dir)
-    assert b"aten::embedding" in entry.read_bytes() and b'"cumsum"' in entry.read_bytes()
+    assert b"aten::index_select" in entry.read_bytes() and b'"cumsum"' in entry.read_bytes()
     counts = CompileCounts(monkeypatch)
     cache_mod.reset()
     g = fusec.compile(uses_cumsum)
@@ -317,3 +317,27 @@ def test_a_module_in_another_mode_misses_the_entry_of_the_first(cache_dir):
     for run in runs:
         assert all(run["ok"]), run
     assert runs[2]["hits"] >= 1  # the eval entry still serves eval mode
+
+
+def test_a_reused_arange_stays_reused_after_a_warm_hit(cache_dir, monkeypatch):
+    """An `arange` of constant bounds that only kernels read is made once per
+    program (`fusec.codegen.torch_ops.reusable`); the entry says so, and the
+    program a warm hit loads makes it once too."""
+    from kernel_counts import top_level_aten
+
+    def angles(x: torch.Tensor) -> torch.Tensor:
+        return (x * torch.arange(x.shape[1]).float()).sigmoid()
+
+    x = torch.randn(4, 6)
+    f = fusec.compile(angles)
+    _check(f(x), angles(x))
+    assert top_level_aten(lambda: f(x))["aten::arange"] == 0
+    (entry,) = _hosts(cache_dir)
+    assert b'"reused"' in entry.read_bytes()
+    counts = CompileCounts(monkeypatch)
+    cache_mod.reset()
+    g = fusec.compile(angles)
+    _check(g(x), angles(x))
+    assert (counts.imports, counts.pipelines) == (0, 0)
+    assert top_level_aten(lambda: g(x))["aten::arange"] == 0
+    _check(g(x), angles(x))

@@ -49,6 +49,7 @@ def fusec_partition(
     kept in the warm-start cache (kind "partition"), keyed by the joint graph's
     nodes and inputs: a process that partitions that graph again marks them first
     and runs min-cut once (a tenth of an unrolled LSTM's warm first call)."""
+    _recompute_constant_factories(joint_module)
     key = _marks_key(joint_module, joint_inputs, kwargs)
     known = _load_marks(key) if key is not None else None
     if known is not None:
@@ -71,6 +72,45 @@ def fusec_partition(
     for node in marks:
         node.meta["recompute"] = CheckpointPolicy.MUST_SAVE
     return min_cut_rematerialization_partition(joint_module, joint_inputs, **kwargs)
+
+
+_CONSTANT_FACTORIES = (
+    torch.ops.aten.arange.default,
+    torch.ops.aten.arange.start,
+    torch.ops.aten.arange.start_step,
+)
+_OF_CONSTANTS = (
+    torch.ops.aten.add.Tensor,  # GPT-2's `arange + past_length`
+    torch.ops.aten.sub.Tensor,
+    torch.ops.aten.mul.Tensor,
+    torch.ops.aten.unsqueeze.default,
+    torch.ops.aten.view.default,
+    torch.ops.aten._unsafe_view.default,
+    torch.ops.aten.reshape.default,
+    torch.ops.aten.expand.default,
+    torch.ops.aten.slice.Tensor,
+    torch.ops.aten.squeeze.dim,
+)
+
+
+def _recompute_constant_factories(joint_module: torch.fx.GraphModule) -> None:
+    """An `arange` of constant bounds (GPT-2's position ids), views of it and
+    arithmetic with constants on it are made again in the backward rather than
+    saved: each program holds one such
+    tensor for every call (`fusec.codegen.torch_ops.reusable`), so remaking it
+    costs nothing, where a saved one is an output the forward must make afresh
+    each call."""
+    marked: set[torch.fx.Node] = set()
+    for node in joint_module.graph.nodes:
+        if node.op != "call_function":
+            continue
+        inputs = [a for a in pytree.tree_leaves((node.args, node.kwargs)) if isinstance(a, torch.fx.Node)]
+        if node.target in _CONSTANT_FACTORIES and not inputs:
+            marked.add(node)
+        elif node.target in _OF_CONSTANTS and inputs and all(a in marked for a in inputs):
+            marked.add(node)
+    for node in marked:
+        node.meta["recompute"] = CheckpointPolicy.MUST_RECOMPUTE
 
 
 def _marks_key(joint_module: torch.fx.GraphModule, joint_inputs: Any, kwargs: Any) -> str | None:

@@ -27,7 +27,13 @@ from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 import torch
-from fusec.codegen.torch_ops import has_torch_callable, op_info, torch_dtype
+from fusec.codegen.torch_ops import (
+    CONSTANT_FACTORIES,
+    has_torch_callable,
+    op_info,
+    reusable,
+    torch_dtype,
+)
 from fusec.codegen.view_layouts import (
     VIEW_OPS,
     Layout,
@@ -50,7 +56,14 @@ from fusec.runtime.program import (
     if_fn,
     kernel_fn,
 )
-from fusec.runtime.torch_steps import LEARN_VIEW, OpInfo, TorchStep, dtype_name, step_callable
+from fusec.runtime.torch_steps import (
+    LEARN_VIEW,
+    OpInfo,
+    TorchStep,
+    dtype_name,
+    reused_result,
+    step_callable,
+)
 from xdsl.dialects import arith, func, scf
 from xdsl.dialects.builtin import FloatAttr, FunctionType, IntegerAttr, TensorType
 from xdsl.ir import Block, Operation, Region, SSAValue
@@ -123,6 +136,8 @@ class _Builder(RootHolder):
                 break
             if isinstance(op, arith.ConstantOp):
                 consts[new(op.result)] = _constant_value(op)
+                continue
+            if _unused_factory(op):
                 continue
             branches: tuple[HostProgram, ...] = ()
             if isinstance(op, scf.IfOp):
@@ -228,7 +243,10 @@ class _Builder(RootHolder):
             what = _guarded_name(op)
             return guard_fn(checks, what, op, self), "guard", ("guard", checks, what)
         if isinstance(op, OpaqueOp):
-            return self.opaque(op), "opaque", ("opaque", op.node and op.node.data)
+            node = op.node and op.node.data
+            if reusable(op):
+                return reused_result(self.opaque(op)), "opaque", ("opaque", node, "reused")
+            return self.opaque(op), "opaque", ("opaque", node)
         if not has_torch_callable(op):
             raise UnsupportedProgram(f"no eager PyTorch implementation for {op.name}")
         info = op_info(op)
@@ -293,6 +311,16 @@ _VIEW_KINDS = frozenset(
 )
 """Torch step kinds that only make views (or a reshape's copy): nothing but
 their results is lost when those go unused."""
+
+
+def _unused_factory(op: Operation) -> bool:
+    """A `CONSTANT_FACTORIES` call nothing reads: GPT-2's position ids once
+    their lookup is a view of the table (`fusec.frontend.position_embeddings`)."""
+    return (
+        isinstance(op, OpaqueOp)
+        and op.target.data in CONSTANT_FACTORIES
+        and not any(r.uses for r in op.results)
+    )
 
 
 def _drop_unused_views(steps: list[Step], out_slots: tuple[int, ...]) -> list[Step]:

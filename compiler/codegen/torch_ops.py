@@ -144,6 +144,7 @@ TORCH_STEPS: dict[type[Operation], TorchStep] = {
     aten.LayerNormOp: TorchStep("layer_norm"),
     aten.ScaledDotProductAttentionOp: TorchStep("attention"),
     aten.GatherOp: TorchStep("gather"),
+    aten.EmbeddingOp: TorchStep("embedding"),
     aten.CopyOp: TorchStep("copy"),
     aten.SizeOp: TorchStep("size"),
     aten.SymSizeOp: TorchStep("sym_size"),
@@ -193,6 +194,37 @@ def _only_read(op: Operation) -> bool:
         for r in op.results
         for u in r.uses
     )
+
+
+CONSTANT_FACTORIES = frozenset(
+    {"aten.arange.default", "aten.arange.start", "aten.arange.start_step", "torch.arange"}
+)
+"""`aten.opaque` targets whose result, called with no tensor or size operand,
+depends on nothing but the call's constant arguments."""
+
+
+def reusable(op: aten.OpaqueOp) -> bool:
+    """Whether one result of `op` can serve every call: a `CONSTANT_FACTORIES`
+    call of constant arguments whose result only reads see (groups, guards,
+    pure aten ops, fresh opaque calls, and views only they read); never one the
+    program returns, whose caller could write to it."""
+    return (
+        op.target.data in CONSTANT_FACTORIES
+        and not op.operands
+        and all(_read_only(u.operation) for r in op.results for u in r.uses)
+    )
+
+
+def _read_only(user: Operation) -> bool:
+    if isinstance(user, fusion.GroupOp | fusion.GuardOp):
+        return True
+    if isinstance(user, aten.OpaqueOp) and aten.OPAQUE_FRESH in user.attributes:
+        return True  # its operands only read, its results fresh
+    if user.has_trait(aten.ShapeOp):  # a view: read-only where its uses are
+        return all(_read_only(u.operation) for r in user.results for u in r.uses)
+    # Any other pure aten op (pointwise, a reduction, a lookup, a product) makes
+    # fresh results of what it reads.
+    return isinstance(user, aten.AtenOp) and user.has_trait(Pure)
 
 
 def has_torch_callable(op: Operation) -> bool:

@@ -19,6 +19,8 @@ kernel adding the token embeddings reads in place:
 Only the forward values are changed: `embedding`'s backward (AOTAutograd's
 `embedding_dense_backward`) reads the ids, which stay in the graph for it.
 Ids out of the table's range are left to PyTorch, which raises as eager does.
+Other ids import as `aten.embedding`, which `fuse-gathers` moves into the
+kernel that reads the rows.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from fusec.dialects import inference as inf
 from fusec.frontend import torch_shapes
 from fusec.frontend.imported import NotMapped
 from fusec.frontend.registry import register, register_aten
-from xdsl.dialects.builtin import IntegerAttr, IntegerType, TensorType
+from xdsl.dialects.builtin import IntegerAttr, IntegerType, TensorType, i32
 from xdsl.ir import SSAValue
 
 if TYPE_CHECKING:
@@ -169,12 +171,17 @@ def _aten_embedding(
     sparse: Any = False,
 ) -> SSAValue:
     """Rows picked by a step-1 `arange` are a narrow view of the table; other
-    ids gather through PyTorch (the padding and gradient flags change only the
-    backward)."""
+    ids are an `aten.embedding`, which a kernel reading the rows gathers
+    (`fuse-gathers`; the padding and gradient flags change only the backward)."""
     rows = embedding_of_consecutive_ids(ctx, weight, ids)
-    if rows is None:
-        raise NotMapped("embedding of ids other than an arange")
-    return rows
+    if rows is not None:
+        return rows
+    w, i = ctx.tensor(weight), ctx.tensor(ids)
+    if not isinstance(w.type, TensorType) or w.type.get_num_dims() != 2:
+        raise NotMapped("embedding of a table that is not 2-d")
+    if not isinstance(i.type, TensorType) or i.type.get_element_type() not in (inf.I64, i32):
+        raise NotMapped("embedding with indices that are not i64 or i32")
+    return ctx.add_op(aten.EmbeddingOp(w, i)).results[0]
 
 
 @register(F.embedding)

@@ -14,7 +14,7 @@ the `KernelSignature` argument layout (`kernel_entry`) and the finished function
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from fusec.dialects import aten
@@ -80,6 +80,10 @@ class KernelPlan:
     operand_of: dict[SSAValue, int]
     scalars: list[tuple[int, str]]
     scalar_of: dict[SSAValue, int]
+    gathers: dict[Operation, tuple[int, int]] = field(default_factory=dict)
+    """Per `aten.embedding`: its table's operand, read as row 0 broadcast over
+    the index space (the kernel adds `index * row size`), and its indices'
+    operand, read with a trailing dim of 1 (`gather_operands`)."""
 
 
 def plan_kernel(block: Block) -> KernelPlan:
@@ -106,9 +110,13 @@ def plan_kernel(block: Block) -> KernelPlan:
                 chains[r] = (i, (*views, view_step(op, k)))
     operands: list[OperandSpec] = []
     operand_of: dict[SSAValue, int] = {}
+    gathers: dict[Operation, tuple[int, int]] = {}
     for op in block.ops:
         uses = [v for v in op.operands if v in chains]
         if isinstance(op, VIEW_OPS):
+            continue
+        if isinstance(op, aten.EmbeddingOp):
+            gathers[op] = gather_operands(op, chains, operands)
             continue
         for v in uses:
             if v not in operand_of:
@@ -116,7 +124,32 @@ def plan_kernel(block: Block) -> KernelPlan:
                 et = v.type.get_element_type()
                 operand_of[v] = len(operands)
                 operands.append(OperandSpec(i, views, dtype_name(et)))
-    return KernelPlan(operands, operand_of, scalars, scalar_of)
+    return KernelPlan(operands, operand_of, scalars, scalar_of, gathers)
+
+
+def gather_operands(
+    op: aten.EmbeddingOp,
+    chains: dict[SSAValue, tuple[int, tuple[tuple[object, ...], ...]]],
+    operands: list[OperandSpec],
+) -> tuple[int, int]:
+    """The operands of a lookup: its table's row 0 (`[1, n]`, broadcast over the
+    index space; the kernel reads row `i` at `i * n` past it, the guard having
+    checked the table is contiguous) and its indices with a trailing dim of 1."""
+    table, indices = op.weight, op.indices
+    if table not in chains or chains[table][1] or indices not in chains:
+        raise DiagnosticException(
+            "lower-group-to-loops: aten.embedding reads a group input as its table "
+            "and a group input (or a view of one) as its indices"
+        )
+    i, _ = chains[table]
+    rank = inf.tensor_type(indices.type).get_num_dims()
+    j, views = chains[indices]
+    picked = (
+        OperandSpec(i, (("narrow", 0, 0, 1),), dtype_name(inf.tensor_type(table.type).get_element_type())),
+        OperandSpec(j, (*views, ("unsqueeze", rank)), dtype_name(inf.tensor_type(indices.type).get_element_type())),
+    )  # fmt: skip
+    operands.extend(picked)
+    return len(operands) - 2, len(operands) - 1
 
 
 def check_dtype(t: Attribute) -> None:

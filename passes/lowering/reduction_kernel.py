@@ -32,6 +32,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from fusec.dialects import aten
+from fusec.dialects import inference as inf
 from fusec.passes.lowering.emitter import (
     DYN,
     INDEX,
@@ -40,6 +41,7 @@ from fusec.passes.lowering.emitter import (
     dtype_name,
     storage_type,
 )
+from fusec.passes.lowering.gather import gather, gather_shapes
 from fusec.passes.lowering.kernel_args import (
     check_dtype,
     exit_outputs,
@@ -154,6 +156,13 @@ def build_reduction_kernel(
     for mt in mem_types:
         arg_types += [mt] + [INDEX] * lrank
     arg_types += [body.args[i].type for i, _ in plan.scalars]
+    if plan.gathers:
+        if gpu:
+            raise DiagnosticException(
+                "lower-group-to-loops: aten.embedding in a kernel is CPU-only "
+                "(indices out of range are flagged to the host)"
+            )
+        arg_types.append(MemRefType(inf.I8, [DYN]))  # the flag byte, last
     entry, a, sizes, mems, pos = kernel_entry(arg_types, len(mem_types), lrank, gpu)
     scalar_of = {v: a[pos + k] for v, k in plan.scalar_of.items()}
 
@@ -162,8 +171,8 @@ def build_reduction_kernel(
     c1 = e.const(1, INDEX)
     # An operand dim that is statically 1 has stride 0 (as in `build_loop_kernel`):
     # a constant, so its loads hoist and the column blocks below know it stays put.
-    for v, k in plan.operand_of.items():
-        shape = v.type.get_shape()  # type: ignore[attr-defined]
+    static_shapes = [(v.type.get_shape(), k) for v, k in plan.operand_of.items()]  # type: ignore[attr-defined]
+    for shape, k in static_shapes + gather_shapes(plan):
         lead = lrank - len(shape)
         for d in range(lrank):
             if d < lead or shape[d - lead] == 1:
@@ -175,6 +184,10 @@ def build_reduction_kernel(
         count = e.add(arith.MuliOp(count, sizes[d]))
 
     def load(em: LoopEmitter, v: SSAValue, offsets: Sequence[SSAValue]) -> SSAValue:
+        owner = v.owner
+        if isinstance(owner, aten.EmbeddingOp):
+            t, i = plan.gathers[owner]
+            return gather(em, owner, (mems[t][0], offsets[t]), (mems[i][0], offsets[i]), a[-1], c0)
         k = plan.operand_of[v]
         return em.load(mems[k][0], [offsets[k]], v.type.get_element_type())  # type: ignore[attr-defined]
 
@@ -387,8 +400,9 @@ def build_reduction_kernel(
         rows(cpu_nest, cpu_nest.body, [cpu_nest.row_offsets])
         cpu_nest.close()
     return finish_kernel(
-        name, e, entry, arg_types, body, plan, rank, out_specs, target, reduce_dims=tuple(rdims)
-    )
+        name, e, entry, arg_types, body, plan, rank, out_specs, target,
+        reduce_dims=tuple(rdims), zero_division_flag=bool(plan.gathers),
+    )  # fmt: skip
 
 
 def _stashes(

@@ -194,7 +194,12 @@ class GroupValues:
         if v in cache:
             return cache[v]
         owner = v.owner
-        if isinstance(owner, Block) or owner.parent_block() is not self.body or is_view(owner):
+        if (
+            isinstance(owner, Block)
+            or owner.parent_block() is not self.body
+            or is_view(owner)
+            or isinstance(owner, aten.EmbeddingOp)  # a table read at an index (`load` gathers)
+        ):
             res = self.load(e, v, offsets)
         elif isinstance(owner, arith.ConstantOp):
             res = e.add(arith.ConstantOp(owner.value, owner.result.type))

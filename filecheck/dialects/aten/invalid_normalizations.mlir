@@ -1,6 +1,6 @@
 // RUN: fusec-opt %s --split-input-file --verify-diagnostics | filecheck %s
 
-// Every verifier rule of amax/amin/var/std, softmax, layer_norm and gather.
+// Every verifier rule of amax/amin/var/std, softmax, layer_norm, gather and embedding.
 
 // CHECK: {{.*}}.mlir:[[# @LINE + 2]]:3: error: 'aten.amax' op result #0 has type tensor<2x1xf64>, but the inferred type is tensor<2x1xf32>
 func.func @amax_dtype(%x: tensor<2x3xf32>) {
@@ -53,5 +53,21 @@ func.func @layer_norm_weight(%x: tensor<2x3xf32>, %w: tensor<2xf32>) {
 // CHECK: {{.*}}.mlir:[[# @LINE + 2]]:3: error: 'aten.gather' op index must be i64, got tensor<2x1xi32>
 func.func @gather_index(%x: tensor<2x3xf32>, %i: tensor<2x1xi32>) {
   %0 = aten.gather %x, %i dim = 1 : tensor<2x3xf32>, tensor<2x1xi32> -> tensor<2x1xf32>
+  func.return
+}
+
+// -----
+
+// CHECK: {{.*}}.mlir:[[# @LINE + 2]]:3: error: 'aten.embedding' op weight must be 2-d, got tensor<100xf32>
+func.func @embedding_table(%w: tensor<100xf32>, %i: tensor<2xi64>) {
+  %0 = aten.embedding %w, %i : tensor<100xf32>, tensor<2xi64> -> tensor<2xf32>
+  func.return
+}
+
+// -----
+
+// CHECK: {{.*}}.mlir:[[# @LINE + 2]]:3: error: 'aten.embedding' op indices must be i64 or i32, got tensor<2xf32>
+func.func @embedding_indices(%w: tensor<100x4xf32>, %i: tensor<2xf32>) {
+  %0 = aten.embedding %w, %i : tensor<100x4xf32>, tensor<2xf32> -> tensor<2x4xf32>
   func.return
 }

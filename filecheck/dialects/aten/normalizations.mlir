@@ -34,3 +34,16 @@ func.func @normalizations(%x: tensor<4x8xf16>, %w: tensor<8xf16>, %i: tensor<4x1
   %4 = aten.gather %x, %i dim = 1 : tensor<4x8xf16>, tensor<4x1xi64> -> tensor<4x1xf16>
   func.return
 }
+
+// -----
+
+// Embedding lookups: rows of a 2-d table picked by i64 or i32 indices.
+// CHECK-LABEL: func.func @lookups
+// CHECK-SAME:    (%[[W:.*]]: tensor<100x32xf32>, %[[I:.*]]: tensor<2x8xi64>, %[[J:.*]]: tensor<5xi32>)
+// CHECK-NEXT:    %{{.*}} = aten.embedding %[[W]], %[[I]] : tensor<100x32xf32>, tensor<2x8xi64> -> tensor<2x8x32xf32>
+// CHECK-NEXT:    %{{.*}} = aten.embedding %[[W]], %[[J]] : tensor<100x32xf32>, tensor<5xi32> -> tensor<5x32xf32>
+func.func @lookups(%w: tensor<100x32xf32>, %i: tensor<2x8xi64>, %j: tensor<5xi32>) {
+  %0 = aten.embedding %w, %i : tensor<100x32xf32>, tensor<2x8xi64> -> tensor<2x8x32xf32>
+  %1 = aten.embedding %w, %j : tensor<100x32xf32>, tensor<5xi32> -> tensor<5x32xf32>
+  func.return
+}
