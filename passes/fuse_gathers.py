@@ -21,7 +21,8 @@ the rows, and computes the lookup itself:
 
 The lookup joins the first group reading it; readers after that group read
 the rows as an extra output of it (AOTAutograd saves a norm's input for the
-backward). It stays out when a reader comes before that group, when the table's
+backward). It stays out when a reader comes before that group, when an
+`aten.copy_` between them may write the table or the indices, when the table's
 sizes are not static, or when the group would pass the argument limit. The
 kernel reads the table as a contiguous one (`guard` checks it per call, and
 runs the ops unfused otherwise). CPU kernels only: they flag indices out of
@@ -33,9 +34,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from fusec.dialects.aten import EmbeddingOp
+from fusec.dialects.aten import CopyOp, EmbeddingOp
 from fusec.dialects.fusion import GroupOp, YieldOp
 from fusec.dialects.inference import DYNAMIC
+from fusec.passes.aliasing import alias_root, may_alias, tensor_roots
 from fusec.passes.fusion_utils import DEFAULT_ARG_LIMIT, check_arg_limit
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, TensorType
@@ -51,15 +53,20 @@ from xdsl.rewriter import InsertPoint
 
 
 def _first_group_reader(op: EmbeddingOp) -> GroupOp | None:
-    """The first group reading `op`'s rows, if every other reader comes after it."""
+    """The first group reading `op`'s rows, if every other reader comes after it
+    and no `aten.copy_` between them may write the table or the indices (the
+    lookup would read them after the write)."""
     block = op.parent_block()
     readers = {u.operation for u in op.result.uses}
     if block is None or any(r.parent_block() is not block for r in readers):
         return None
-    for o in block.ops:
-        if o in readers:
-            return o if isinstance(o, GroupOp) else None
-    return None
+    reads = tensor_roots([op.weight, op.indices])
+    o = op.next_op
+    while o is not None and o not in readers:
+        if isinstance(o, CopyOp) and any(may_alias(alias_root(o.dst), r) for r in reads):
+            return None
+        o = o.next_op
+    return o if isinstance(o, GroupOp) else None
 
 
 def _with_lookup(group: GroupOp, op: EmbeddingOp, extra_output: bool) -> GroupOp:

@@ -134,3 +134,29 @@ def test_a_table_that_is_not_contiguous_runs_unfused():
         torch.testing.assert_close(f(ids), model(ids))
         calls = top_level_aten(lambda: f(ids))
     assert calls["aten::embedding"] == 1, calls
+
+
+def test_a_table_written_after_the_lookup_keeps_the_rows_it_had():
+    """A write to the table between the lookup and its reader: the lookup stays
+    before the write (`fuse-gathers` does not move it past an `aten.copy_`)."""
+    import copy
+
+    class Writes(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.register_buffer("table", torch.randn(20, 8))
+
+        def forward(self, ids: torch.Tensor) -> torch.Tensor:
+            rows = F.embedding(ids, self.table)
+            self.table.mul_(2.0)
+            return (rows * 3.0).sigmoid()
+
+    torch.manual_seed(0)
+    model, ids = Writes(), _ids()
+    twin = copy.deepcopy(model)
+    torch._dynamo.reset()
+    compiled = torch.compile(twin, backend="fusec")
+    with torch.no_grad():
+        for _ in range(3):
+            torch.testing.assert_close(compiled(ids), model(ids))
+            torch.testing.assert_close(twin.table, model.table)

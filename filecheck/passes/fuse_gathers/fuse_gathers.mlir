@@ -56,3 +56,22 @@ func.func @left_alone(%w: tensor<100x32xf32>, %ids: tensor<8xi64>, %m: tensor<32
   %f = aten.embedding %w, %ids : tensor<100x32xf32>, tensor<8xi64> -> tensor<8x32xf32>
   func.return %p, %r, %f : tensor<8x32xf32>, tensor<8x32xf32>, tensor<8x32xf32>
 }
+
+// -----
+
+// Left alone: the table is written (an in-place update kept as `aten.copy_`)
+// between the lookup and the group; in the group the lookup would read the
+// new rows.
+// CHECK-LABEL: func.func @table_written_between
+// CHECK-NEXT: %[[E:.*]] = aten.embedding
+// CHECK-NEXT: aten.copy_
+// CHECK-NEXT: fusion.group (%{{.*}} = %[[E]])
+func.func @table_written_between(%w: tensor<100x32xf32>, %ids: tensor<8xi64>, %n: tensor<100x32xf32>) -> tensor<8x32xf32> {
+  %e = aten.embedding %w, %ids : tensor<100x32xf32>, tensor<8xi64> -> tensor<8x32xf32>
+  aten.copy_ %w, %n : tensor<100x32xf32>, tensor<100x32xf32>
+  %r = fusion.group (%a = %e) : (tensor<8x32xf32>) -> (tensor<8x32xf32>) {
+    %s = aten.neg %a : tensor<8x32xf32> -> tensor<8x32xf32>
+    fusion.yield %s : tensor<8x32xf32>
+  }
+  func.return %r : tensor<8x32xf32>
+}
