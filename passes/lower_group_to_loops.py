@@ -37,7 +37,7 @@ from fusec.dialects import aten
 from fusec.dialects import inference as inf
 from fusec.passes.lowering.cpu_loop_nest import cpu_loops
 from fusec.passes.lowering.emitter import DYN, INDEX, LoopEmitter, dtype_name, storage_type
-from fusec.passes.lowering.gather import gather, gather_shapes
+from fusec.passes.lowering.gather import cpu_only, gather
 from fusec.passes.lowering.kernel_args import (
     CAT_NOT_EXIT,
     VIEW_OPS,
@@ -47,6 +47,7 @@ from fusec.passes.lowering.kernel_args import (
     kernel_entry,
     plan_kernel,
     storage_type_named,
+    zero_unit_strides,
 )
 from fusec.passes.lowering.operand_dtypes import divides_integers
 from fusec.passes.lowering.pointwise import emit_pointwise
@@ -121,17 +122,7 @@ def build_loop_kernel(
     e = LoopEmitter()
     c0 = e.const(0, INDEX)
     c1 = e.const(1, INDEX)
-    # An operand dim that is statically 1 reads its one element at every index of
-    # that dim: a constant 0 stride lets LLVM hoist the load and keep the loop
-    # vectorized, where a runtime stride of 0 defeats its stride-1 versioning.
-    static_shapes = [(v.type.get_shape(), k) for v, k in plan.operand_of.items()]  # type: ignore[attr-defined]
-    static_shapes += gather_shapes(plan)
-    for shape, k in static_shapes:
-        lead = lrank - len(shape)
-        strides = mems[k][1]
-        for d in range(lrank):
-            if d < lead or shape[d - lead] == 1:
-                strides[d] = c0
+    zero_unit_strides(plan, mems, lrank, c0)
 
     flag_arg: list[SSAValue] = []
 
@@ -193,12 +184,8 @@ def build_loop_kernel(
             b.store(vals[v], refs[j], [offsets[j]], t.get_element_type())  # type: ignore[attr-defined]
 
     lanes = 1
-    if gpu and plan.gathers:
-        raise DiagnosticException(
-            "lower-group-to-loops: aten.embedding in a kernel is CPU-only "
-            "(indices out of range are flagged to the host)"
-        )
     if gpu:
+        cpu_only(plan)
         from fusec.passes.lowering.gpu_loop import gpu_loops
 
         broadcast_last = [strides[-1] is c0 for _, strides in mems]

@@ -96,10 +96,11 @@ _OF_CONSTANTS = (
 def _recompute_constant_factories(joint_module: torch.fx.GraphModule) -> None:
     """An `arange` of constant bounds (GPT-2's position ids), views of it and
     arithmetic with constants on it are made again in the backward rather than
-    saved: each program holds one such
-    tensor for every call (`fusec.codegen.torch_ops.reusable`), so remaking it
-    costs nothing, where a saved one is an output the forward must make afresh
-    each call."""
+    saved: each program holds one such tensor for every call
+    (`fusec.codegen.torch_ops.reusable`), so remaking it costs nothing, where a
+    saved one is an output the forward must make afresh each call. (The targets
+    are those of `fusec.frontend.position_embeddings`' aranges, named here so
+    that partitioning, which a warm start also runs, imports no xDSL.)"""
     marked: set[torch.fx.Node] = set()
     for node in joint_module.graph.nodes:
         if node.op != "call_function":

@@ -24,29 +24,25 @@ and the host raises eager's `IndexError` after the launch
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from fusec.dialects import aten
 from fusec.dialects import inference as inf
 from fusec.passes.lowering.emitter import INDEX, LoopEmitter
 from fusec.passes.lowering.kernel_args import KernelPlan
 from xdsl.dialects import arith, memref, scf
 from xdsl.ir import SSAValue
+from xdsl.utils.exceptions import DiagnosticException
 
 OUT_OF_RANGE = 2
 """The flag byte's value for an index out of range (1: an integer division by 0)."""
 
 
-def gather_shapes(plan: KernelPlan) -> list[tuple[Sequence[int], int]]:
-    """The static shapes each lookup's operands are read with, and their indices
-    in the plan: dims of size 1 there get the constant stride 0."""
-    shapes: list[tuple[Sequence[int], int]] = []
-    for op, (table, indices) in plan.gathers.items():
-        assert isinstance(op, aten.EmbeddingOp)
-        width = inf.tensor_type(op.weight.type).get_shape()[1]
-        shapes.append(([1, width], table))
-        shapes.append(([*inf.tensor_type(op.indices.type).get_shape(), 1], indices))
-    return shapes
+def cpu_only(plan: KernelPlan) -> None:
+    """Refuses a GPU kernel with lookups: only CPU kernels have the flag byte."""
+    if plan.gathers:
+        raise DiagnosticException(
+            "lower-group-to-loops: aten.embedding in a kernel is CPU-only "
+            "(indices out of range are flagged to the host)"
+        )
 
 
 def gather(

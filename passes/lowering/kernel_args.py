@@ -152,6 +152,27 @@ def gather_operands(
     return len(operands) - 2, len(operands) - 1
 
 
+def zero_unit_strides(
+    plan: KernelPlan, mems: Sequence[tuple[SSAValue, list[SSAValue]]], lrank: int, c0: SSAValue
+) -> None:
+    """Makes the stride of every operand dim that is statically 1 (or that
+    broadcasting adds in front) the constant `c0`: the operand reads its one
+    element at every index of that dim, and a constant 0 stride lets LLVM hoist
+    the load and keep the loop vectorized, where a runtime stride of 0 defeats its
+    stride-1 versioning. A lookup's table is read as its row 0 (`[1, n]`) and its
+    indices with a trailing dim of 1 (`gather_operands`)."""
+    shapes = [(inf.tensor_type(v.type).get_shape(), k) for v, k in plan.operand_of.items()]
+    for op, (table, indices) in plan.gathers.items():
+        assert isinstance(op, aten.EmbeddingOp)
+        shapes.append(((1, inf.tensor_type(op.weight.type).get_shape()[1]), table))
+        shapes.append(((*inf.tensor_type(op.indices.type).get_shape(), 1), indices))
+    for shape, k in shapes:
+        lead = lrank - len(shape)
+        for d in range(lrank):
+            if d < lead or shape[d - lead] == 1:
+                mems[k][1][d] = c0
+
+
 def check_dtype(t: Attribute) -> None:
     if t not in inf.DTYPES:
         raise DiagnosticException(f"lower-group-to-loops: dtype {t} is not supported")

@@ -41,7 +41,7 @@ from fusec.passes.lowering.emitter import (
     dtype_name,
     storage_type,
 )
-from fusec.passes.lowering.gather import gather, gather_shapes
+from fusec.passes.lowering.gather import cpu_only, gather
 from fusec.passes.lowering.kernel_args import (
     check_dtype,
     exit_outputs,
@@ -49,6 +49,7 @@ from fusec.passes.lowering.kernel_args import (
     kernel_entry,
     plan_kernel,
     storage_type_named,
+    zero_unit_strides,
 )
 from fusec.passes.lowering.reduction_domain import Domain, is_reduction, keeps_dims
 from fusec.passes.lowering.reduction_domain import body_domain as _body_domain
@@ -158,10 +159,7 @@ def build_reduction_kernel(
     arg_types += [body.args[i].type for i, _ in plan.scalars]
     if plan.gathers:
         if gpu:
-            raise DiagnosticException(
-                "lower-group-to-loops: aten.embedding in a kernel is CPU-only "
-                "(indices out of range are flagged to the host)"
-            )
+            cpu_only(plan)
         arg_types.append(MemRefType(inf.I8, [DYN]))  # the flag byte, last
     entry, a, sizes, mems, pos = kernel_entry(arg_types, len(mem_types), lrank, gpu)
     scalar_of = {v: a[pos + k] for v, k in plan.scalar_of.items()}
@@ -169,14 +167,8 @@ def build_reduction_kernel(
     e = LoopEmitter()
     c0 = e.const(0, INDEX)
     c1 = e.const(1, INDEX)
-    # An operand dim that is statically 1 has stride 0 (as in `build_loop_kernel`):
-    # a constant, so its loads hoist and the column blocks below know it stays put.
-    static_shapes = [(v.type.get_shape(), k) for v, k in plan.operand_of.items()]  # type: ignore[attr-defined]
-    for shape, k in static_shapes + gather_shapes(plan):
-        lead = lrank - len(shape)
-        for d in range(lrank):
-            if d < lead or shape[d - lead] == 1:
-                mems[k][1][d] = c0
+    # Constant 0 strides also tell the column blocks below an operand stays put.
+    zero_unit_strides(plan, mems, lrank, c0)
     rdims = list(domain.dims) if rank else [0]
     kept = [d for d in range(lrank) if d not in rdims]
     count = c1
