@@ -1520,6 +1520,62 @@ class EmbeddingOp(AtenOp):
         return [TensorType(w.get_element_type(), [*i.get_shape(), w.get_shape()[1]])]
 
 
+@irdl_op_definition
+class EmbeddingDenseBackwardOp(AtenOp):
+    """`aten.embedding_dense_backward(grad, indices, num_weights, padding_idx,
+    False)`: the gradient of an embedding table, a `num_weights x row size`
+    tensor whose row `r` is the sum of the gradient's rows whose index is `r`
+    (none for `padding_idx`; -1 for none). Alone it runs through PyTorch;
+    `fuse-scatters` makes it a kernel of its own, which scatter-adds the rows.
+
+    %g = aten.embedding_dense_backward %d, %ids num_weights = 100 padding_idx = -1 : tensor<2x8x32xf32>, tensor<2x8xi64> -> tensor<100x32xf32>
+    """
+
+    name = "aten.embedding_dense_backward"
+    grad = operand_def(TensorType)
+    indices = operand_def(TensorType)
+    result = result_def(TensorType)
+    num_weights = prop_def(IntegerAttr[builtin.I64])
+    padding_idx = prop_def(IntegerAttr[builtin.I64])
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$grad `,` $indices `num_weights` `=` $num_weights `padding_idx` `=` $padding_idx "
+        "attr-dict `:` type($grad) `,` type($indices) `->` type($result)"
+    )
+
+    def __init__(
+        self,
+        grad: SSAValue | Operation,
+        indices: SSAValue | Operation,
+        num_weights: int,
+        padding_idx: int = -1,
+    ):
+        super().__init__(
+            [grad, indices],
+            {
+                "num_weights": IntegerAttr(num_weights, I64),
+                "padding_idx": IntegerAttr(padding_idx, I64),
+            },
+        )
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> list[Attribute]:
+        g = _require_tensor(self, operand_types[0], "grad")
+        i = _require_tensor(self, operand_types[1], "indices")
+        if i.get_element_type() not in (I64, builtin.i32):
+            raise VerifyException(f"indices must be i64 or i32, got {i}")
+        gs, ids = list(g.get_shape()), list(i.get_shape())
+        if len(gs) != len(ids) + 1 or any(
+            a != b and inf.DYNAMIC not in (a, b) for a, b in zip(gs, ids, strict=False)
+        ):
+            raise VerifyException(
+                f"grad must be shaped indices.shape + [row size], got {g} for indices {i}"
+            )
+        rows = self.num_weights.value.data
+        if rows < 0:
+            raise VerifyException(f"num_weights must not be negative, got {rows}")
+        return [TensorType(g.get_element_type(), [rows, gs[-1]])]
+
+
 OPAQUE_FRESH = "fresh"
 """The `aten.opaque` attribute saying its results are fresh tensors, its operands
 only read (see `OpaqueOp`)."""
@@ -1697,5 +1753,6 @@ ATEN_OPS: list[type[Operation]] = [
 ATEN_OPS += [CopyOp, SizeOp]
 ATEN_OPS += [AmaxOp, AminOp, VarOp, StdOp, SoftmaxOp, LogSoftmaxOp, LayerNormOp, GatherOp]
 ATEN_OPS += [SymSizeOp, FullLikeOp, PositionsOp, ScaledDotProductAttentionOp, EmbeddingOp]
+ATEN_OPS += [EmbeddingDenseBackwardOp]
 
 Aten = Dialect("aten", ATEN_OPS, [SizeType])

@@ -18,6 +18,7 @@ _PASSES: tuple[tuple[str, str, str], ...] = (
     ("slice-pointwise", "slice_pointwise", "SlicePointwisePass"),
     ("attention-query-layout", "attention_query_layout", "AttentionQueryLayoutPass"),
     ("fuse-gathers", "fuse_gathers", "FuseGathersPass"),
+    ("fuse-scatters", "fuse_scatters", "FuseScattersPass"),
     ("broadcasting-chunk", "broadcasting_chunk", "BroadcastingChunkPass"),
     ("lower-broadcasting-chunk", "lower_broadcasting_chunk", "LowerBroadcastingChunkPass"),
     ("hoist-reductions", "hoist_reductions", "HoistReductionsPass"),

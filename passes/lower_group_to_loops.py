@@ -51,6 +51,7 @@ from fusec.passes.lowering.kernel_args import (
 )
 from fusec.passes.lowering.operand_dtypes import divides_integers
 from fusec.passes.lowering.pointwise import emit_pointwise
+from fusec.passes.lowering.scatter import build_scatter_kernel, scatter_op
 from fusec.runtime.kernel_signature import KernelSignature, OutputSpec
 from xdsl.context import Context
 from xdsl.dialects import arith, func, memref, scf
@@ -78,6 +79,8 @@ def build_loop_kernel(
     terminator yields the outputs), and its plain-data signature. `tile` (cpu)
     adds the tiled nest for transposed operands (`fusec.passes.lowering.cpu_loop_nest`),
     which transposes blocks in `vector_bits` registers."""
+    if scatter_op(body) is not None:
+        return build_scatter_kernel(name, body, result_types, target)
     if any(op.has_trait(aten.Reduction) for op in body.ops):
         from fusec.passes.lowering.reduction_kernel import build_reduction_kernel
 

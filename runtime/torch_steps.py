@@ -362,6 +362,12 @@ def _embedding(op: OpInfo) -> OpFn:
     return lambda weight, indices: (torch.embedding(weight, indices),)
 
 
+def _embedding_dense_backward(op: OpInfo) -> OpFn:
+    rows, padding = op.prop("num_weights"), op.prop("padding_idx")
+    backward = torch.ops.aten.embedding_dense_backward.default
+    return lambda grad, indices: (backward(grad, indices, rows, padding, False),)
+
+
 def _copy(op: OpInfo) -> OpFn:
     def copy(dst: torch.Tensor, src: Any) -> tuple[()]:
         if isinstance(src, torch.Tensor):
@@ -464,6 +470,7 @@ _BUILDERS: dict[str, Callable[[OpInfo], OpFn]] = {
     "layer_norm": _layer_norm,
     "gather": _gather,
     "embedding": _embedding,
+    "embedding_dense_backward": _embedding_dense_backward,
     "copy": _copy,
     "size": lambda op: lambda x: (x.shape,),
     "sym_size": _sym_size,

@@ -4,7 +4,7 @@ Each is a `-p` pipeline string, so `fusec-opt --fuse x.mlir` is exactly
 `fusec-opt -p <FUSE_PIPELINE> x.mlir`.
 """
 
-FUSE_PIPELINE = "functionalize,fold-transpose-pairs,raise-linear,raise-attention,decompose,decompose-reductions,concat-matmul-sum,batch-shared-matmul,sink-views,slice-pointwise,broadcasting-chunk,lower-broadcasting-chunk,hoist-reductions,fuse,fuse-concat-exits,fuse,fuse-gathers,attention-query-layout,remove-outputs-used-only-in-size,share-group-kernels,fold-matmul-bias"
+FUSE_PIPELINE = "functionalize,fold-transpose-pairs,raise-linear,raise-attention,decompose,decompose-reductions,concat-matmul-sum,batch-shared-matmul,sink-views,slice-pointwise,broadcasting-chunk,lower-broadcasting-chunk,hoist-reductions,fuse,fuse-concat-exits,fuse,fuse-gathers,fuse-scatters,attention-query-layout,remove-outputs-used-only-in-size,share-group-kernels,fold-matmul-bias"
 """The default fusion pipeline: raise ATen's flattened N-d linears back to
 `aten.linear` (`raise-linear`) and written-out attention to
 `aten.scaled_dot_product_attention` (`raise-attention`), split biases out of
@@ -18,6 +18,8 @@ a second `fuse` merges what the cat's uses had kept apart (the group can now mov
 past the cat's old position, as the seeds' backward LSTM needs); a group computing
 attention's query then writes it in eager's `[b, t, h, d]` layout, so the
 attention output's `[b, t, h * d]` reshape is a view (`attention-query-layout`).
+An embedding lookup joins the kernel reading its rows (`fuse-gathers`), and an
+embedding table's gradient is a kernel of its own (`fuse-scatters`).
 First, in-place
 writes that no alias observes become plain values (`functionalize`) and a
 transpose of a transpose of the same dims is its source (`fold-transpose-pairs`,
@@ -52,7 +54,7 @@ def compile_pipeline(device: str = "cpu", lone_copies: bool = False) -> str:
     value = device if device.isidentifier() else f'"{device}"'
     fuse = FUSE_PIPELINE
     if device != "cpu":  # only CPU kernels flag an index out of range
-        fuse = fuse.replace(",fuse-gathers,", ",")
+        fuse = fuse.replace(",fuse-gathers,fuse-scatters,", ",")
     if lone_copies:
         fuse = ",".join(
             f"{p}{{lone-copies=true}}" if p in ("fuse", "fuse-concat-exits") else p

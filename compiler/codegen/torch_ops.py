@@ -145,6 +145,7 @@ TORCH_STEPS: dict[type[Operation], TorchStep] = {
     aten.ScaledDotProductAttentionOp: TorchStep("attention"),
     aten.GatherOp: TorchStep("gather"),
     aten.EmbeddingOp: TorchStep("embedding"),
+    aten.EmbeddingDenseBackwardOp: TorchStep("embedding_dense_backward"),
     aten.CopyOp: TorchStep("copy"),
     aten.SizeOp: TorchStep("size"),
     aten.SymSizeOp: TorchStep("sym_size"),

@@ -1,6 +1,7 @@
 // RUN: fusec-opt %s --split-input-file --verify-diagnostics | filecheck %s
 
-// Every verifier rule of amax/amin/var/std, softmax, layer_norm, gather and embedding.
+// Every verifier rule of amax/amin/var/std, softmax, layer_norm, gather, embedding
+// and its backward.
 
 // CHECK: {{.*}}.mlir:[[# @LINE + 2]]:3: error: 'aten.amax' op result #0 has type tensor<2x1xf64>, but the inferred type is tensor<2x1xf32>
 func.func @amax_dtype(%x: tensor<2x3xf32>) {
@@ -69,5 +70,29 @@ func.func @embedding_table(%w: tensor<100xf32>, %i: tensor<2xi64>) {
 // CHECK: {{.*}}.mlir:[[# @LINE + 2]]:3: error: 'aten.embedding' op indices must be i64 or i32, got tensor<2xf32>
 func.func @embedding_indices(%w: tensor<100x4xf32>, %i: tensor<2xf32>) {
   %0 = aten.embedding %w, %i : tensor<100x4xf32>, tensor<2xf32> -> tensor<2x4xf32>
+  func.return
+}
+
+// -----
+
+// CHECK: {{.*}}.mlir:[[# @LINE + 2]]:3: error: 'aten.embedding_dense_backward' op grad must be shaped indices.shape + [row size], got tensor<2x7x4xf32> for indices tensor<2x8xi64>
+func.func @table_gradient_shape(%d: tensor<2x7x4xf32>, %i: tensor<2x8xi64>) {
+  %0 = aten.embedding_dense_backward %d, %i num_weights = 10 padding_idx = -1 : tensor<2x7x4xf32>, tensor<2x8xi64> -> tensor<10x4xf32>
+  func.return
+}
+
+// -----
+
+// CHECK: {{.*}}.mlir:[[# @LINE + 2]]:3: error: 'aten.embedding_dense_backward' op indices must be i64 or i32, got tensor<2xi1>
+func.func @table_gradient_indices(%d: tensor<2x4xf32>, %i: tensor<2xi1>) {
+  %0 = aten.embedding_dense_backward %d, %i num_weights = 10 padding_idx = -1 : tensor<2x4xf32>, tensor<2xi1> -> tensor<10x4xf32>
+  func.return
+}
+
+// -----
+
+// CHECK: {{.*}}.mlir:[[# @LINE + 2]]:3: error: 'aten.embedding_dense_backward' op num_weights must not be negative, got -1
+func.func @table_gradient_rows(%d: tensor<2x4xf32>, %i: tensor<2xi64>) {
+  %0 = aten.embedding_dense_backward %d, %i num_weights = -1 padding_idx = -1 : tensor<2x4xf32>, tensor<2xi64> -> tensor<0x4xf32>
   func.return
 }

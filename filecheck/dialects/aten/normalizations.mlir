@@ -47,3 +47,16 @@ func.func @lookups(%w: tensor<100x32xf32>, %i: tensor<2x8xi64>, %j: tensor<5xi32
   %1 = aten.embedding %w, %j : tensor<100x32xf32>, tensor<5xi32> -> tensor<5x32xf32>
   func.return
 }
+
+// -----
+
+// Embedding tables' gradients: rows summed by index, padding row kept at 0.
+// CHECK-LABEL: func.func @table_gradients
+// CHECK-SAME:    (%[[D:.*]]: tensor<2x8x32xf32>, %[[I:.*]]: tensor<2x8xi64>, %[[J:.*]]: tensor<5xi32>, %[[E:.*]]: tensor<5x4xbf16>)
+// CHECK-NEXT:    %{{.*}} = aten.embedding_dense_backward %[[D]], %[[I]] num_weights = 100 padding_idx = -1 : tensor<2x8x32xf32>, tensor<2x8xi64> -> tensor<100x32xf32>
+// CHECK-NEXT:    %{{.*}} = aten.embedding_dense_backward %[[E]], %[[J]] num_weights = 7 padding_idx = 0 : tensor<5x4xbf16>, tensor<5xi32> -> tensor<7x4xbf16>
+func.func @table_gradients(%d: tensor<2x8x32xf32>, %i: tensor<2x8xi64>, %j: tensor<5xi32>, %e: tensor<5x4xbf16>) {
+  %0 = aten.embedding_dense_backward %d, %i num_weights = 100 padding_idx = -1 : tensor<2x8x32xf32>, tensor<2x8xi64> -> tensor<100x32xf32>
+  %1 = aten.embedding_dense_backward %e, %j num_weights = 7 padding_idx = 0 : tensor<5x4xbf16>, tensor<5xi32> -> tensor<7x4xbf16>
+  func.return
+}
