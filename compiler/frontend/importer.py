@@ -51,8 +51,8 @@ caller's tensors.
 This module is the driver (`Importer`, `import_fx`, `import_graph`); the
 handlers live in tables by topic that register into `fusec.frontend.registry`:
 `torch_table` (pointwise, casts), `torch_shapes` (views, cuts, matrix products,
-sums), `import_activations`, `import_normalizations`, `position_embeddings`,
-`embedding_backward` and `aten_table`.
+sums), `import_activations`, `import_normalizations`, `batch_norm_training`,
+`position_embeddings`, `embedding_backward` and `aten_table`.
 """
 
 from __future__ import annotations
@@ -71,6 +71,7 @@ from fusec.dialects.opmath import mark_steps
 # the torch-level ones, the written-out activations and normalizations, and
 # the ATen table.
 from fusec.frontend import (  # noqa: F401
+    batch_norm_training,
     embedding_backward,
     import_activations,
     import_bitwise,
