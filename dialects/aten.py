@@ -52,6 +52,7 @@ from xdsl.ir import (
 )
 from xdsl.irdl import (
     AnyAttr,
+    AttrSizedOperandSegments,
     IRDLOperation,
     VarResultDef,
     base,
@@ -1576,6 +1577,54 @@ class EmbeddingDenseBackwardOp(AtenOp):
         return [TensorType(g.get_element_type(), [rows, gs[-1]])]
 
 
+@irdl_op_definition
+class ForeachCopyOp(IRDLOperation):
+    """`torch._foreach_copy_(dsts, srcs)`: writes each `src` into its `dst` in
+    place, in order, in one PyTorch call. `batch-argument-writes` makes it of the
+    write-backs a graph ends with (AOTAutograd's updated buffers).
+
+    aten.foreach_copy_ (%a, %b), (%x, %y) : (tensor<4xf32>, tensor<i64>), (tensor<4xf32>, tensor<i64>)
+    """
+
+    name = "aten.foreach_copy_"
+    dsts = var_operand_def(TensorType)
+    srcs = var_operand_def(TensorType)
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    traits = traits_def(MemoryWriteEffect())
+    assembly_format = (
+        "`(` $dsts `)` `,` `(` $srcs `)` attr-dict `:` `(` type($dsts) `)` `,` `(` type($srcs) `)`"
+    )
+
+    def __init__(self, dsts: Sequence[SSAValue], srcs: Sequence[SSAValue]):
+        super().__init__(operands=[dsts, srcs])
+
+    def verify_(self) -> None:
+        if len(self.dsts) != len(self.srcs):
+            raise VerifyException(f"{len(self.dsts)} destinations but {len(self.srcs)} sources")
+        for d, s in zip(self.dsts, self.srcs, strict=True):
+            if d.type != s.type:
+                raise VerifyException(f"source {s.type} is not of its destination's type {d.type}")
+
+
+@irdl_op_definition
+class ForeachAddOp(IRDLOperation):
+    """`torch._foreach_add_(dsts, value)`: adds a number to each tensor in
+    place, in one PyTorch call (batch norm's `num_batches_tracked += 1`, written
+    back by `batch-argument-writes`).
+
+    aten.foreach_add_ (%a, %b) value = 1 : i64 : (tensor<i64>, tensor<i64>)
+    """
+
+    name = "aten.foreach_add_"
+    dsts = var_operand_def(TensorType)
+    value = prop_def(Number)
+    traits = traits_def(MemoryWriteEffect())
+    assembly_format = "`(` $dsts `)` `value` `=` $value attr-dict `:` `(` type($dsts) `)`"
+
+    def __init__(self, dsts: Sequence[SSAValue], value: Attribute):
+        super().__init__(operands=[dsts], properties={"value": value})
+
+
 OPAQUE_FRESH = "fresh"
 """The `aten.opaque` attribute saying its results are fresh tensors, its operands
 only read (see `OpaqueOp`)."""
@@ -1753,6 +1802,6 @@ ATEN_OPS: list[type[Operation]] = [
 ATEN_OPS += [CopyOp, SizeOp]
 ATEN_OPS += [AmaxOp, AminOp, VarOp, StdOp, SoftmaxOp, LogSoftmaxOp, LayerNormOp, GatherOp]
 ATEN_OPS += [SymSizeOp, FullLikeOp, PositionsOp, ScaledDotProductAttentionOp, EmbeddingOp]
-ATEN_OPS += [EmbeddingDenseBackwardOp]
+ATEN_OPS += [EmbeddingDenseBackwardOp, ForeachCopyOp, ForeachAddOp]
 
 Aten = Dialect("aten", ATEN_OPS, [SizeType])

@@ -9,6 +9,7 @@ from xdsl.passes import ModulePass
 _PASSES: tuple[tuple[str, str, str], ...] = (
     # (pass name, module in fusec.passes, class)
     ("functionalize", "functionalize", "FunctionalizePass"),
+    ("batch-argument-writes", "batch_argument_writes", "BatchArgumentWritesPass"),
     ("fold-transpose-pairs", "fold_transpose_pairs", "FoldTransposePairsPass"),
     ("decompose", "decompose", "DecomposePass"),
     ("raise-linear", "raise_linear", "RaiseLinearPass"),

@@ -22,7 +22,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from fusec.dialects.aten import OPAQUE_FRESH, CopyOp, OpaqueOp, ShapeOp
+from fusec.dialects.aten import (
+    OPAQUE_FRESH,
+    CopyOp,
+    ForeachAddOp,
+    ForeachCopyOp,
+    OpaqueOp,
+    ShapeOp,
+)
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, OpResult, SSAValue
 
@@ -69,6 +76,16 @@ def tensor_roots(values: Sequence[SSAValue]) -> set[object]:
     return {alias_root(v) for v in values if isinstance(v.type, TensorType)}
 
 
+def written(op: Operation) -> Sequence[SSAValue]:
+    """The tensors `op` writes in place: an `aten.copy_`'s destination, a
+    `foreach` write's destinations."""
+    if isinstance(op, CopyOp):
+        return (op.dst,)
+    if isinstance(op, ForeachCopyOp | ForeachAddOp):
+        return tuple(op.dsts)
+    return ()
+
+
 def written_between(first: Operation, last: Operation, values: set[object]) -> bool:
     """Does an `aten.copy_` after `first` and before `last` (same block) write a
     tensor that may share memory with one of the alias roots `values`? A rewrite
@@ -79,7 +96,7 @@ def written_between(first: Operation, last: Operation, values: set[object]) -> b
     """
     op = first.next_op
     while op is not None and op is not last:
-        if isinstance(op, CopyOp) and any(may_alias(alias_root(op.dst), r) for r in values):
+        if any(may_alias(alias_root(d), r) for d in written(op) for r in values):
             return True
         op = op.next_op
     return False

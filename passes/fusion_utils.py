@@ -27,10 +27,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from fusec.dialects.aten import CopyOp, PermuteOp, Pointwise, Reduction, TransposeOp
+from fusec.dialects.aten import PermuteOp, Pointwise, Reduction, TransposeOp
 from fusec.dialects.fusion import GroupOp, YieldOp
 from fusec.dialects.inference import is_scalar
-from fusec.passes.aliasing import alias_root, may_alias, tensor_roots
+from fusec.passes.aliasing import alias_root, may_alias, tensor_roots, written
 from fusec.passes.xdsl_compat import set_block_args
 from xdsl.dialects.arith import ConstantOp
 from xdsl.dialects.builtin import TensorType
@@ -118,8 +118,8 @@ class FusionState:
     cloned_constants: set[Operation] = field(default_factory=set[Operation])
     _sizes: dict[GroupOp, int] = field(default_factory=dict[GroupOp, int])
     _reducing: dict[GroupOp, bool] = field(default_factory=dict[GroupOp, bool])
-    _writes: dict[Block, tuple[list[int], list[CopyOp]]] = field(
-        default_factory=dict[Block, tuple[list[int], list[CopyOp]]]
+    _writes: dict[Block, tuple[list[int], list[Operation]]] = field(
+        default_factory=dict[Block, tuple[list[int], list[Operation]]]
     )
 
     fusion_shapes: dict[Operation, FusionShape] = field(
@@ -264,7 +264,7 @@ class FusionState:
         assert block is not None
         writes = self._writes.get(block)
         if writes is None:
-            found = [(self.position(o), o) for o in block.ops if isinstance(o, CopyOp)]
+            found = [(self.position(o), o) for o in block.ops if written(o)]
             writes = self._writes[block] = ([p for p, _ in found], [o for _, o in found])
         positions, copies = writes
         first, last = sorted((self.position(producer), self.position(consumer)))
@@ -275,7 +275,9 @@ class FusionState:
         reads = tensor_roots(producer.operands)
         # Roots are found now, not cached: fusing replaces the values a write's
         # destination is a view of (an op's result by its group's).
-        return any(may_alias(alias_root(c.dst), r) for c in copies[lo:hi] for r in reads)
+        return any(
+            may_alias(alias_root(d), r) for c in copies[lo:hi] for d in written(c) for r in reads
+        )
 
     def has_user_before(self, value: SSAValue, consumer: Operation) -> bool:
         """Does an op other than `consumer` use `value` before `consumer`'s position?

@@ -362,6 +362,26 @@ def _embedding(op: OpInfo) -> OpFn:
     return lambda weight, indices: (torch.embedding(weight, indices),)
 
 
+def _foreach_copy(op: OpInfo) -> OpFn:
+    n = len(op.tensor_operands) // 2
+
+    def copy(*tensors: torch.Tensor) -> tuple[()]:
+        torch._foreach_copy_(list(tensors[:n]), list(tensors[n:]))
+        return ()
+
+    return copy
+
+
+def _foreach_add(op: OpInfo) -> OpFn:
+    value = op.prop("value")
+
+    def add(*tensors: torch.Tensor) -> tuple[()]:
+        torch._foreach_add_(list(tensors), value)
+        return ()
+
+    return add
+
+
 def _embedding_dense_backward(op: OpInfo) -> OpFn:
     rows, padding = op.prop("num_weights"), op.prop("padding_idx")
     backward = torch.ops.aten.embedding_dense_backward.default
@@ -472,6 +492,8 @@ _BUILDERS: dict[str, Callable[[OpInfo], OpFn]] = {
     "embedding": _embedding,
     "embedding_dense_backward": _embedding_dense_backward,
     "copy": _copy,
+    "foreach_copy": _foreach_copy,
+    "foreach_add": _foreach_add,
     "size": lambda op: lambda x: (x.shape,),
     "sym_size": _sym_size,
     "full_like": _full_like,

@@ -3,7 +3,8 @@ forward's `_native_batch_norm_legit_functional` and the backward's
 `native_batch_norm_backward` are reductions and pointwise ops in kernels (with
 the ReLU and residual add around them), with eager's outputs, gradients and
 running statistics, over 2-d, 3-d and 4-d inputs, with and without affine
-parameters, static and symbolic sizes."""
+parameters, static and symbolic sizes; the buffers' in-place updates are one
+`_foreach_copy_` and one `_foreach_add_` (`batch-argument-writes`)."""
 
 from __future__ import annotations
 
@@ -75,6 +76,52 @@ def test_training_norms_are_kernels(name: str):
     for call in _BN_CALLS:
         assert forward[call] == 0 and backward[call] == 0, (forward, backward)
     assert forward["aten::relu"] == 0, forward
+    # The buffers' updates: one call for the statistics, one for the counters
+    # (`batch-argument-writes`), not a `copy_` and an `add` per buffer.
+    assert forward["aten::copy_"] == 0 and forward["aten::add"] == 0, forward
+    assert forward["aten::_foreach_copy_"] == 1 and forward["aten::_foreach_add_"] == 1, forward
+
+
+class Counters(nn.Module):
+    """Buffers a training step updates in place: a running mean (EMA), a step
+    counter and a sum, all read by the step too."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(5, 5)
+        self.register_buffer("ema", torch.zeros(5))
+        self.register_buffer("steps", torch.zeros((), dtype=torch.int64))
+        self.register_buffer("total", torch.zeros(5))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.lin(x)
+        self.ema.mul_(0.9).add_(y.detach().mean(0), alpha=0.1)
+        self.steps += 1
+        self.total.add_(y.detach().sum(0))
+        return y.tanh() * self.ema + self.steps
+
+
+def test_buffers_updated_in_place_are_written_in_one_call():
+    torch.manual_seed(0)
+    model = Counters()
+    twin = copy.deepcopy(model)
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend="fusec")
+    for _ in range(3):
+        x = torch.randn(4, 5)
+        out = compiled(x)
+        want = twin(x)
+        torch.testing.assert_close(out, want)
+        out.sum().backward()
+        want.sum().backward()
+        for (name, b), c in zip(model.named_buffers(), twin.buffers(), strict=True):
+            torch.testing.assert_close(b, c, msg=lambda m, n=name: f"{n}: {m}")
+        torch.testing.assert_close(model.lin.weight.grad, twin.lin.weight.grad)
+    x = torch.randn(4, 5)
+    calls = top_level_aten(lambda: compiled(x))
+    # The counter's new value is read by the step: it is written back with the
+    # others rather than added again in place.
+    assert calls["aten::copy_"] == 0 and calls["aten::_foreach_copy_"] == 1, calls
 
 
 def test_symbolic_sizes_count_values_in_the_kernel():

@@ -151,6 +151,10 @@ class AutogradCompilers:
             "inference_compiler": self.compiler("inference"),
             "partition_fn": fusec_partition,
             "decompositions": pointwise_decompositions(),
+            # Buffer updates (batch norm's statistics) stay in the graphs as
+            # `copy_`s, which `batch-argument-writes` makes one call, rather than
+            # a `copy_` per buffer in AOTAutograd's epilogue (as for Inductor).
+            "keep_inference_input_mutations": True,
         }
 
     def last(self, kind: str) -> CompiledGraph | None:

@@ -4,7 +4,7 @@ Each is a `-p` pipeline string, so `fusec-opt --fuse x.mlir` is exactly
 `fusec-opt -p <FUSE_PIPELINE> x.mlir`.
 """
 
-FUSE_PIPELINE = "functionalize,fold-transpose-pairs,raise-linear,raise-attention,decompose,decompose-reductions,concat-matmul-sum,batch-shared-matmul,sink-views,slice-pointwise,broadcasting-chunk,lower-broadcasting-chunk,hoist-reductions,fuse,fuse-concat-exits,fuse,fuse-gathers,fuse-scatters,attention-query-layout,remove-outputs-used-only-in-size,share-group-kernels,fold-matmul-bias"
+FUSE_PIPELINE = "functionalize,batch-argument-writes,fold-transpose-pairs,raise-linear,raise-attention,decompose,decompose-reductions,concat-matmul-sum,batch-shared-matmul,sink-views,slice-pointwise,broadcasting-chunk,lower-broadcasting-chunk,hoist-reductions,fuse,fuse-concat-exits,fuse,fuse-gathers,fuse-scatters,attention-query-layout,remove-outputs-used-only-in-size,share-group-kernels,fold-matmul-bias"
 """The default fusion pipeline: raise ATen's flattened N-d linears back to
 `aten.linear` (`raise-linear`) and written-out attention to
 `aten.scaled_dot_product_attention` (`raise-attention`), split biases out of
@@ -21,7 +21,9 @@ attention output's `[b, t, h * d]` reshape is a view (`attention-query-layout`).
 An embedding lookup joins the kernel reading its rows (`fuse-gathers`), and an
 embedding table's gradient is a kernel of its own (`fuse-scatters`).
 First, in-place
-writes that no alias observes become plain values (`functionalize`) and a
+writes that no alias observes become plain values (`functionalize`), the
+writes into arguments a graph ends with one PyTorch call (`batch-argument-writes`:
+AOTAutograd's buffer updates), and a
 transpose of a transpose of the same dims is its source (`fold-transpose-pairs`,
 AOTAutograd's backward of every linear has two); last, group
 outputs read only for their size are dropped (`remove-outputs-used-only-in-size`),

@@ -147,6 +147,8 @@ TORCH_STEPS: dict[type[Operation], TorchStep] = {
     aten.EmbeddingOp: TorchStep("embedding"),
     aten.EmbeddingDenseBackwardOp: TorchStep("embedding_dense_backward"),
     aten.CopyOp: TorchStep("copy"),
+    aten.ForeachCopyOp: TorchStep("foreach_copy"),
+    aten.ForeachAddOp: TorchStep("foreach_add"),
     aten.SizeOp: TorchStep("size"),
     aten.SymSizeOp: TorchStep("sym_size"),
     aten.PositionsOp: TorchStep("positions"),

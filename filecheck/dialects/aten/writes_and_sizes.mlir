@@ -1,7 +1,8 @@
 // RUN: fusec-opt %s --split-input-file | filecheck %s
 // RUN: fusec-opt %s --split-input-file --print-op-generic | fusec-opt --split-input-file | filecheck %s
 
-// aten.copy_ (an in-place write) and aten.size (a size as a runtime value).
+// aten.copy_ (an in-place write), its batched forms, and aten.size (a size as a
+// runtime value).
 
 // A write of a same-shaped tensor, of a broadcast one, and of a Python scalar.
 // CHECK-LABEL: func.func @copy
@@ -30,4 +31,17 @@ func.func @size(%x: tensor<4x3xf32>, %z: tensor<i64>) -> (!aten.size<2>, !aten.s
   %a = aten.size %x : tensor<4x3xf32> -> !aten.size<2>
   %b = aten.size %z : tensor<i64> -> !aten.size<0>
   func.return %a, %b : !aten.size<2>, !aten.size<0>
+}
+
+// -----
+
+// Batched writes: copies of same-typed tensors, and a number added in place.
+// CHECK-LABEL: func.func @foreach_writes
+// CHECK-SAME: (%[[A:.*]]: tensor<4xf32>, %[[B:.*]]: tensor<i64>, %[[X:.*]]: tensor<4xf32>, %[[Y:.*]]: tensor<i64>)
+// CHECK-NEXT: aten.foreach_copy_(%[[A]], %[[B]]), (%[[X]], %[[Y]]) : (tensor<4xf32>, tensor<i64>), (tensor<4xf32>, tensor<i64>)
+// CHECK-NEXT: aten.foreach_add_(%[[B]], %[[Y]]) value = 1 : i64 : (tensor<i64>, tensor<i64>)
+func.func @foreach_writes(%a: tensor<4xf32>, %b: tensor<i64>, %x: tensor<4xf32>, %y: tensor<i64>) {
+  aten.foreach_copy_ (%a, %b), (%x, %y) : (tensor<4xf32>, tensor<i64>), (tensor<4xf32>, tensor<i64>)
+  aten.foreach_add_ (%b, %y) value = 1 : i64 : (tensor<i64>, tensor<i64>)
+  func.return
 }
