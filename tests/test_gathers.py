@@ -160,3 +160,38 @@ def test_a_table_written_after_the_lookup_keeps_the_rows_it_had():
         for _ in range(3):
             torch.testing.assert_close(compiled(ids), model(ids))
             torch.testing.assert_close(twin.table, model.table)
+
+
+class TwoTables(nn.Module):
+    """BERT's: word rows plus token-type rows in one LayerNorm kernel."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tok = nn.Embedding(20, 8)
+        self.types = nn.Embedding(2, 8)
+
+    def forward(self, ids: torch.Tensor, types: torch.Tensor) -> torch.Tensor:
+        h = self.tok(ids) + self.types(types)
+        return F.layer_norm(h, h.shape[-1:]).sigmoid()
+
+
+@pytest.mark.parametrize("which", ["tokens", "types"])
+def test_either_of_two_lookups_out_of_range_raises(which: str):
+    """A kernel's lookups share one flag test per element (`gather._flag_if`:
+    one branch, which LLVM unswitches): an index out of range in either raises."""
+    torch.manual_seed(0)
+    model = TwoTables()
+    ids, types = _ids(), torch.randint(0, 2, (3, 5))
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend="fusec")
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(ids, types), model(ids, types))
+        assert top_level_aten(lambda: compiled(ids, types))["aten::embedding"] == 0
+        wrong_ids, wrong_types = ids.clone(), types.clone()
+        if which == "tokens":
+            wrong_ids[2, 4] = 20
+        else:
+            wrong_types[0, 0] = 2
+        with pytest.raises(IndexError, match="index out of range"):
+            compiled(wrong_ids, wrong_types)
+        torch.testing.assert_close(compiled(ids, types), model(ids, types))

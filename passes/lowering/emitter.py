@@ -62,6 +62,10 @@ class LoopEmitter:
     ops: list[Operation] = field(default_factory=list)
     zero_divisors: list[SSAValue] = field(default_factory=list)
     """i1 values, true where an integer divisor of this element is 0."""
+    out_of_range: tuple[Operation, SSAValue] | None = None
+    """The `scf.if` storing the out-of-range flag for this element's lookups, and
+    its condition (`fusec.passes.lowering.gather`): one per element, however many
+    lookups, so that LLVM can unswitch the loop on it and vectorize."""
     gpu: bool = False
     """Emitting a GPU kernel: pointwise ops take their scalar semantics from
     `NvptxScalarOps` (CUDA eager's signed zeros, no integer-division flag)
