@@ -362,6 +362,18 @@ def _embedding(op: OpInfo) -> OpFn:
     return lambda weight, indices: (torch.embedding(weight, indices),)
 
 
+def _pooled_linear(op: OpInfo) -> OpFn:
+    from fusec.runtime.pooled_products import linear
+
+    return lambda *xs: (linear(*xs),)
+
+
+def _pooled_mm(op: OpInfo) -> OpFn:
+    from fusec.runtime.pooled_products import mm
+
+    return lambda a, b: (mm(a, b),)
+
+
 def _foreach_copy(op: OpInfo) -> OpFn:
     n = len(op.tensor_operands) // 2
 
@@ -493,6 +505,8 @@ _BUILDERS: dict[str, Callable[[OpInfo], OpFn]] = {
     "embedding_dense_backward": _embedding_dense_backward,
     "copy": _copy,
     "foreach_copy": _foreach_copy,
+    "linear": _pooled_linear,
+    "mm": _pooled_mm,
     "foreach_add": _foreach_add,
     "size": lambda op: lambda x: (x.shape,),
     "sym_size": _sym_size,

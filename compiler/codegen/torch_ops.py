@@ -108,9 +108,11 @@ TORCH_STEPS: dict[type[Operation], TorchStep] = {
         aten.TanhOp: "torch.tanh", aten.SiluOp: "torch.nn.functional.silu",
         aten.ErfOp: "torch.erf", aten.SinOp: "torch.sin", aten.CosOp: "torch.cos",
         aten.LogicalNotOp: "torch.logical_not", aten.WhereOp: "torch.where",
-        aten.MatmulOp: "torch.matmul", aten.MmOp: "torch.mm",
-        aten.LinearOp: "torch.nn.functional.linear",
+        aten.MatmulOp: "torch.matmul",
     }),
+    # Large results into the output pool (`fusec.runtime.pooled_products`).
+    aten.MmOp: TorchStep("mm"),
+    aten.LinearOp: TorchStep("linear"),
     # `torch.mul(s, x)` rounds a Python scalar to a half `x`'s dtype first, while
     # `s * x` (that is `x.__rmul__(s)`) computes in float32: random graph 3777.
     aten.MulOp: TorchStep("binary", "torch.mul", "torch.mul"),
