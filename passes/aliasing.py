@@ -87,7 +87,7 @@ def written(op: Operation) -> Sequence[SSAValue]:
 
 
 def written_between(first: Operation, last: Operation, values: set[object]) -> bool:
-    """Does an `aten.copy_` after `first` and before `last` (same block) write a
+    """Does a write (`written`) after `first` and before `last` (same block) write a
     tensor that may share memory with one of the alias roots `values`? A rewrite
     that moves work from one of them to the other would read the tensor on the
     wrong side of the write:

@@ -27,6 +27,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 from fusec.runtime import cpu_pool
+from fusec.runtime.operands import contiguous_strides
 
 _reinterpret: Callable[..., torch.Tensor] | None = cpu_pool._reinterpret
 
@@ -40,12 +41,7 @@ def _pooled(shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor | None:
     pool = cpu_pool.pool()
     if pool is None:
         return None
-    strides = []
-    step = 1
-    for n in reversed(shape):
-        strides.append(step)
-        step *= max(n, 1)
-    return pool.empty(shape, tuple(reversed(strides)), dtype, nbytes)
+    return pool.empty(shape, contiguous_strides(shape), dtype, nbytes)
 
 
 def _plain_operands(*ts: Any) -> bool:

@@ -109,7 +109,7 @@ def batch_norm_training(
         raise NotMapped("_native_batch_norm_legit_functional in eval mode")
     m, e = float(ctx.const(momentum)), float(ctx.const(eps))
     b = _Builder(ctx.tensor(x))
-    xv = ctx.tensor(x)
+    xv = b.x
     if b.count is not None and b.count < 2:
         raise NotMapped("batch norm in training over one value per channel")
     mean = b.mean(xv)

@@ -142,11 +142,12 @@ def build_scatter_kernel(
         with _loop(e, a[0], a[1], c1) as (we, w):
             elementwise(we, lambda ce, c: make(ce, w, c))
 
-    def table(em: LoopEmitter, ref: SSAValue, strides: Sequence[SSAValue], w, c) -> SSAValue:
+    def table(em: LoopEmitter, strides: Sequence[SSAValue], w, c) -> SSAValue:
+        """The offset of element (w, c) of a `[rows, columns]` tensor of `strides`."""
         return at(em, em.add(arith.MuliOp(w, strides[rows])), strides[cols], c)
 
     # The rows this call owns start at zero.
-    rows_loop(lambda ce, w, c: ce.store(ce.const(0.0, ct), out[0], [table(ce, *out, w, c)], et))
+    rows_loop(lambda ce, w, c: ce.store(ce.const(0.0, ct), out[0], [table(ce, out[1], w, c)], et))
 
     def scatter_row(te: LoopEmitter, goff: SSAValue, ioff: SSAValue) -> None:
         """Adds the gradient's row at `goff` to the table's row its id at `ioff`
@@ -191,8 +192,8 @@ def build_scatter_kernel(
         src, ss = mems[2]
 
         def add_start(ce: LoopEmitter, w: SSAValue, c: SSAValue) -> None:
-            where = table(ce, *out, w, c)
-            first = ce.load(src, [table(ce, src, ss, w, c)], et)
+            where = table(ce, out[1], w, c)
+            first = ce.load(src, [table(ce, ss, w, c)], et)
             ce.store(ce.add(arith.AddfOp(first, ce.load(out[0], [where], et))), out[0], [where], et)
 
         rows_loop(add_start)
