@@ -79,10 +79,12 @@ class OutputPool:
         """An uninitialized tensor of `size` and `stride` whose storage spans
         exactly `nbytes` (contiguous strides), from a free block when there is one."""
         with self._lock:
-            blocks = self._blocks.setdefault(nbytes, [])
+            blocks = self._blocks.get(nbytes)
+            if blocks is None:
+                blocks = self._blocks[nbytes] = []
             for i in range(len(blocks)):
-                if _is_free(blocks[i]):
-                    block = blocks[i]
+                block = blocks[i]
+                if _is_free(block):
                     # A caller shrank it (`storage.resize_`), or moved it to shared
                     # memory, which another process may still read: not reused.
                     if block.storage.nbytes() < nbytes or block.storage.is_shared():
@@ -131,10 +133,12 @@ class _Block:
     outputs are made from (`_reinterpret` keeps its base's dtype and dispatch
     keys, and an inference tensor's keys differ from a normal one's)."""
 
-    __slots__ = ("bases", "storage")
+    __slots__ = ("bases", "cdata", "storage")
 
     def __init__(self, storage: torch.UntypedStorage):
         self.storage = storage
+        self.cdata: int = storage._cdata
+        """The C++ storage's address: constant while the block holds it."""
         self.bases: dict[tuple[torch.dtype, bool], torch.Tensor] = {}
 
     def tensor(
@@ -175,7 +179,7 @@ def _is_free(block: _Block) -> bool:
     `y.storage()` wrapping it)."""
     assert _use_count is not None
     return (
-        _use_count(block.storage._cdata) == 1 + len(block.bases)
+        _use_count(block.cdata) == 1 + len(block.bases)
         and _python_refs(block) == _POOL_ONLY_REFS[bool(block.bases)]
     )
 

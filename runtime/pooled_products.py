@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -30,6 +29,11 @@ from fusec.runtime import cpu_pool
 from fusec.runtime.operands import contiguous_strides
 
 _reinterpret: Callable[..., torch.Tensor] | None = cpu_pool._reinterpret
+
+
+SMALL_PRODUCT = "small"
+"""The `OpInfo` property of a product whose result type is static and under
+`cpu_pool.MIN_BYTES`: its step is the plain call, with no per-call check."""
 
 
 def _pooled(shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor | None:
@@ -44,29 +48,25 @@ def _pooled(shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor | None:
     return pool.empty(shape, contiguous_strides(shape), dtype, nbytes)
 
 
-def _plain_operands(*ts: Any) -> bool:
-    """CPU tensors of one dtype that autograd does not record."""
-    first = ts[0]
-    if not all(isinstance(t, torch.Tensor) and t.device.type == "cpu" for t in ts):
-        return False
-    if any(t.dtype != first.dtype for t in ts):
-        return False
-    return not (torch.is_grad_enabled() and any(t.requires_grad for t in ts))
-
-
 def linear(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None) -> torch.Tensor:
     """`F.linear(x, w, b)`, into a pooled block when the result is large."""
-    operands = (x, w) if b is None else (x, w, b)
-    if x.dim() < 2 or w.dim() != 2 or not _plain_operands(*operands) or not x.is_contiguous():
+    # Cheapest refusals first: this runs on every product of every call.
+    if w.ndim != 2 or x.ndim < 2 or not (x.is_cpu and w.is_cpu) or x.dtype != w.dtype:
         return F.linear(x, w, b)
-    k, n = w.shape[1], w.shape[0]
-    if x.shape[-1] != k or (b is not None and tuple(b.shape) != (n,)):
-        return F.linear(x, w, b)  # PyTorch's error
+    n, k = w.shape
+    if x.shape[-1] != k or k == 0 or not x.is_contiguous():
+        return F.linear(x, w, b)  # PyTorch's error, or its strided path
+    if b is not None and (b.shape != (n,) or not b.is_cpu or b.dtype != x.dtype):
+        return F.linear(x, w, b)
+    if torch.is_grad_enabled() and (
+        x.requires_grad or w.requires_grad or (b is not None and b.requires_grad)
+    ):
+        return F.linear(x, w, b)
     out = _pooled((*x.shape[:-1], n), x.dtype)
     if out is None:
         return F.linear(x, w, b)
     assert _reinterpret is not None
-    m = x.numel() // max(k, 1)
+    m = x.numel() // k
     rows = _reinterpret(x, (m, k), (k, 1), 0)
     wt = _reinterpret(w, (k, n), (w.stride(1), w.stride(0)), 0)
     flat = _reinterpret(out, (m, n), (n, 1), 0)
@@ -79,7 +79,11 @@ def linear(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None) -> t
 
 def mm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """`torch.mm(a, b)`, into a pooled block when the result is large."""
-    if a.dim() != 2 or b.dim() != 2 or not _plain_operands(a, b) or a.shape[1] != b.shape[0]:
+    if a.ndim != 2 or b.ndim != 2 or not (a.is_cpu and b.is_cpu) or a.dtype != b.dtype:
+        return torch.mm(a, b)
+    if a.shape[1] != b.shape[0] or (
+        torch.is_grad_enabled() and (a.requires_grad or b.requires_grad)
+    ):
         return torch.mm(a, b)
     out = _pooled((a.shape[0], b.shape[1]), a.dtype)
     if out is None:

@@ -363,14 +363,20 @@ def _embedding(op: OpInfo) -> OpFn:
 
 
 def _pooled_linear(op: OpInfo) -> OpFn:
-    from fusec.runtime.pooled_products import linear
+    from fusec.runtime.pooled_products import SMALL_PRODUCT, linear
 
+    if op.props.get(SMALL_PRODUCT):
+        plain = F.linear
+        return lambda *xs: (plain(*xs),)
     return lambda *xs: (linear(*xs),)
 
 
 def _pooled_mm(op: OpInfo) -> OpFn:
-    from fusec.runtime.pooled_products import mm
+    from fusec.runtime.pooled_products import SMALL_PRODUCT, mm
 
+    if op.props.get(SMALL_PRODUCT):
+        plain = torch.mm
+        return lambda a, b: (plain(a, b),)
     return lambda a, b: (mm(a, b),)
 
 

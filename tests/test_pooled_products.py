@@ -104,3 +104,46 @@ def test_training_with_pooled_products():
         twin(x).square().sum().backward()
         for p, q in zip(model.parameters(), twin.parameters(), strict=True):
             torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-4)
+
+
+def test_small_static_products_are_plain_calls():
+    """A product whose static result is under the pool's minimum runs as the
+    plain PyTorch call (no check per call); a large or dynamic one keeps the
+    pooled step."""
+    from fusec.codegen.torch_ops import op_info
+    from fusec.dialects.aten import Aten
+    from fusec.runtime.pooled_products import SMALL_PRODUCT
+    from fusec.runtime.torch_steps import step_callable
+    from xdsl.context import Context
+    from xdsl.dialects.builtin import Builtin
+    from xdsl.dialects.func import Func
+    from xdsl.parser import Parser
+
+    ctx = Context()
+    for d in (Builtin, Func, Aten):
+        ctx.load_dialect(d)
+    src = """
+    func.func @f(%x: tensor<8x16xf32>, %w: tensor<32x16xf32>, %a: tensor<512x64xf32>,
+                 %b: tensor<64x600xf32>, %y: tensor<?x16xf32>) {
+      %s = aten.linear %x, %w : tensor<8x16xf32>, tensor<32x16xf32> -> tensor<8x32xf32>
+      %l = aten.mm %a, %b : tensor<512x64xf32>, tensor<64x600xf32> -> tensor<512x600xf32>
+      %d = aten.linear %y, %w : tensor<?x16xf32>, tensor<32x16xf32> -> tensor<?x32xf32>
+      func.return
+    }
+    """
+    ops = list(Parser(ctx, src).parse_module().walk())
+    small, large, dynamic = (op_info(op) for op in ops if op.name in ("aten.linear", "aten.mm"))
+    assert small.props.get(SMALL_PRODUCT) is True
+    assert SMALL_PRODUCT not in large.props and SMALL_PRODUCT not in dynamic.props
+    torch.manual_seed(0)
+    x, w = torch.randn(8, 16), torch.randn(32, 16)
+    (out,) = step_callable(small)(x, w)
+    torch.testing.assert_close(out, torch.nn.functional.linear(x, w))
+    a, b = torch.randn(512, 64), torch.randn(64, 600)
+    step = step_callable(large)
+    first = step(a, b)[0]
+    torch.testing.assert_close(first, a @ b)
+    del first
+    before = _pool().reused
+    torch.testing.assert_close(step(a, b)[0], a @ b)
+    assert _pool().reused == before + 1

@@ -21,12 +21,15 @@ run by the program itself, which keeps the original PyTorch target.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
 import torch
 from fusec.dialects import aten, fusion
 from fusec.dialects import inference as inf
+from fusec.runtime import cpu_pool
+from fusec.runtime.pooled_products import SMALL_PRODUCT
 from fusec.runtime.torch_steps import (
     REUSED_ZEROS,
     OpFn,
@@ -174,6 +177,8 @@ def op_info(op: Operation) -> OpInfo:
     step = TORCH_STEPS[type(op)]
     if isinstance(op, fusion.ZerosLikeOp) and _only_read(op):
         props[REUSED_ZEROS] = True
+    if isinstance(op, aten.LinearOp | aten.MmOp) and _small_result(result_types[0]):
+        props[SMALL_PRODUCT] = True
     reshape = None
     if step.kind == "reshape" and isinstance(result_types[0], TensorType):
         reshape = inf.reshape_sizes(result_types[0].get_shape())
@@ -188,6 +193,14 @@ def op_info(op: Operation) -> OpInfo:
         reshape,
         step,
     )
+
+
+def _small_result(t: Attribute) -> bool:
+    """A static tensor type under the output pool's `MIN_BYTES`: its product runs
+    as the plain PyTorch call, with no check per call."""
+    if not isinstance(t, TensorType) or not t.has_static_shape():
+        return False
+    return math.prod(t.get_shape()) * torch_dtype(t).itemsize < cpu_pool.MIN_BYTES
 
 
 def _only_read(op: Operation) -> bool:
