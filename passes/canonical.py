@@ -5,7 +5,10 @@ drops value names, and keeps of each tensor type only its rank, dtype and which
 dims are 1 (they broadcast); other sizes print as `?`, since one kernel serves
 every shape of a broadcast pattern. Ops, properties, attributes and types are
 printed in a fixed order. The seeds' `normalizeGraphForCache` (Canonicalize +
-EraseShapeInformation) is the model:
+EraseShapeInformation) is the model. Where an op's lowering builds sizes of
+its types into the kernel (a lookup's table rows and row length, a view's
+target sizes: `SIZED_OPERANDS`, `SIZED_RESULTS`), those types keep every
+size: kernels of other sizes must not share their entry.
 
     fusion.group (%x = %a) : (tensor<8x1xf32>) -> (tensor<8x1xf32>) {
       %0 = aten.neg %x : tensor<8x1xf32> -> tensor<8x1xf32>
@@ -41,10 +44,36 @@ class CanonicalKey:
     digest: str
 
 
-def canonical_type(t: Attribute) -> str:
-    """`tensor<8x1x3xf32>` -> `tensor<?x1x?xf32>`; other types print as they are."""
+SIZED_OPERANDS: dict[str, tuple[int, ...]] = {"aten.embedding": (0,)}
+"""Per op, the operands whose sizes its kernel code depends on, not only on
+which are 1: `aten.embedding` bakes its table's rows (the range check) and row
+length (the row offset) into the loop (`fusec.passes.lowering.gather`). A
+table of 100 x 32 and one of 1000 x 128 sharing one kernel read rows 32 apart
+in the larger table."""
+
+SIZED_RESULTS = frozenset({"aten.view", "aten.reshape", "aten.split"})
+"""Ops whose result sizes their kernel code depends on: a view of a group
+input bakes its target sizes into the operand's view chain
+(`fusec.passes.lowering.kernel_args.view_step`)."""
+
+
+def has_sized_kernels(module: Operation) -> bool:
+    """Whether a group of `module` holds an op of `SIZED_OPERANDS` or
+    `SIZED_RESULTS`: its program must
+    not serve other sizes (its kernels' keys hold these sizes)."""
+    return any(
+        op.name in SIZED_OPERANDS or op.name in SIZED_RESULTS
+        for group in module.walk()
+        if isinstance(group, GroupOp)
+        for op in group.body.walk()
+    )
+
+
+def canonical_type(t: Attribute, sized: bool = False) -> str:
+    """`tensor<8x1x3xf32>` -> `tensor<?x1x?xf32>` (`tensor<8x1x3xf32>` when
+    `sized`); other types print as they are."""
     if isinstance(t, TensorType):
-        dims = ["1" if d == 1 else "?" for d in t.get_shape()]
+        dims = [str(d) if sized or d == 1 else "?" for d in t.get_shape()]
         return "tensor<" + "".join(d + "x" for d in dims) + _attr(t.get_element_type()) + ">"
     return _attr(t)
 
@@ -80,8 +109,10 @@ def _print_op(op: Operation, namer: _Namer, out: list[str], indent: str) -> None
     results = ", ".join(namer.result(r) for r in op.results)
     props = {**op.properties, **{k: v for k, v in op.attributes.items() if k != KEY_ATTR}}
     attrs = ", ".join(f"{k} = {_attr(props[k])}" for k in sorted(props))
-    in_types = ", ".join(canonical_type(v.type) for v in op.operands)
-    out_types = ", ".join(canonical_type(r.type) for r in op.results)
+    sized = SIZED_OPERANDS.get(op.name, ())
+    in_types = ", ".join(canonical_type(v.type, i in sized) for i, v in enumerate(op.operands))
+    out_sized = op.name in SIZED_RESULTS
+    out_types = ", ".join(canonical_type(r.type, out_sized) for r in op.results)
     head = f"{results} = " if results else ""
     out.append(f"{indent}{head}{op.name}({operands}) {{{attrs}}} : ({in_types}) -> ({out_types})")
     for region in op.regions:

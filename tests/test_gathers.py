@@ -195,3 +195,28 @@ def test_either_of_two_lookups_out_of_range_raises(which: str):
         with pytest.raises(IndexError, match="index out of range"):
             compiled(wrong_ids, wrong_types)
         torch.testing.assert_close(compiled(ids, types), model(ids, types))
+
+
+def _rows_normed(w: torch.Tensor, table: torch.Tensor, ids: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """Llama's lookup and RMSNorm, the rows returned too (one reduction kernel)."""
+    e = F.embedding(ids, table)
+    r = torch.rsqrt(e.pow(2).mean(-1, keepdim=True) + 1e-6)
+    return w * (e * r), r, e
+
+
+@pytest.mark.parametrize("one_function", [False, True], ids=["two_functions", "one_function"])
+def test_tables_of_other_sizes_get_their_own_kernels(one_function: bool) -> None:
+    """A kernel bakes its table's rows and row length in: groups that differ in
+    their table's sizes alone must not share one (one compiled for a 100 x 32
+    table read a 1000 x 128 one's rows 32 apart, and flagged every id past 99)."""
+    torch.manual_seed(0)
+    shared = fusec.compile(_rows_normed)
+    for rows, width, batch in ((100, 32, 2), (1000, 128, 8), (64, 16, 4)):
+        table, w = torch.randn(rows, width), torch.randn(width)
+        ids = torch.randint(0, rows, (batch, 8))
+        ids[0, 0] = rows - 1  # the last row: out of range for a smaller table's kernel
+        f = shared if one_function else fusec.compile(_rows_normed)
+        got = f(w, table, ids)
+        for g, want in zip(got, _rows_normed(w, table, ids), strict=True):
+            torch.testing.assert_close(g, want)
+        assert f.launches_per_call == 1, (rows, width)

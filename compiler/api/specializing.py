@@ -235,6 +235,11 @@ class Specializing:
                 module = imported.module = cached
             else:
                 run_pipeline(module, pipeline)
+        from fusec.passes.canonical import has_sized_kernels
+
+        if not imported.shape_dependent and has_sized_kernels(module):
+            # Kernels that bake sizes (`fusec.passes.canonical`) serve these sizes only.
+            imported.shape_dependent = True
         from fusec.runtime import program_cache
 
         # The module's text is printed once for both warm-start entries.
