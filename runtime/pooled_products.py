@@ -1,8 +1,8 @@
 """Matrix products run through PyTorch, writing a large result into a block of
 the output pool (`fusec.runtime.cpu_pool`) rather than fresh pages.
 
-A product's result of a megabyte or more comes from glibc's fresh pages on
-every call once the heap has trimmed, and on this 2-core VM their page faults
+A product's large result (`cpu_pool.MIN_BYTES` or more) comes from glibc's
+fresh pages on every call once the heap has trimmed, and on this 2-core VM their page faults
 cost more than the product: BERT's `[512, 128] x [128, 512]` feed-forward
 product took 2.5 ms in the model against 0.67 ms alone, where Inductor's
 `addmm(..., out=buf)` reuses its buffer. fusec's own kernels already take their
@@ -15,7 +15,8 @@ large outputs from the pool; these steps do the same for `aten.linear` and
        [128, 512] (its transpose's strides), out=out as [512, 512])
 
 Smaller results, other devices, mixed dtypes, strided inputs, and calls that
-autograd records (`out=` does not differentiate) take the plain call.
+autograd records (`out=` does not differentiate) take the plain call; a product
+whose static result is small is the plain call from the start (`SMALL_PRODUCT`).
 """
 
 from __future__ import annotations
