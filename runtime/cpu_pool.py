@@ -100,7 +100,7 @@ class OutputPool:
                     return block.tensor(size, stride, dtype)
             if not self._make_room(nbytes):
                 return torch.empty_strided(size, stride, dtype=dtype, device="cpu")
-            block = _Block(torch.empty(nbytes, dtype=torch.uint8).untyped_storage())
+            block = _new_block(nbytes, dtype)
             blocks.append(block)
             self.held += nbytes
             return block.tensor(size, stride, dtype)
@@ -156,6 +156,25 @@ class _Block:
         if base is None:
             base = self.bases[key] = torch.empty(0, dtype=dtype).set_(self.storage)
         return _reinterpret(base, size, stride, 0)
+
+
+_empty_strided: Callable[..., torch.Tensor] | None = getattr(
+    getattr(getattr(torch._C, "_dynamo", None), "guards", None), "_empty_strided_cpu", None
+)
+
+
+def _new_block(nbytes: int, dtype: torch.dtype) -> _Block:
+    """A block of `nbytes` whose first output is of `dtype`: allocated as a
+    tensor of that dtype by torch's entry for generated code (no dispatch), which
+    becomes the block's base for it, so a new block costs no ATen call either
+    (`torch.empty(...)` and a base's `set_` made three: an output kept by its
+    caller, as `.grad` keeps a first gradient, showed them in the next step)."""
+    if _empty_strided is None or _reinterpret is None or nbytes % dtype.itemsize:
+        return _Block(torch.empty(nbytes, dtype=torch.uint8).untyped_storage())
+    base = _empty_strided((nbytes // dtype.itemsize,), (1,), dtype)
+    block = _Block(base.untyped_storage())
+    block.bases[(dtype, torch.is_inference_mode_enabled())] = base
+    return block
 
 
 def _python_refs(block: _Block) -> int:

@@ -198,3 +198,25 @@ def test_a_pooled_output_costs_no_aten_call(out_pool):
         torch.testing.assert_close(out, _fn(x, y))
         del out
     assert out_pool.reused >= 2
+
+
+def test_a_new_block_costs_no_aten_call(out_pool: OutputPool) -> None:
+    """A block is made as a tensor of its first output's dtype, without dispatch:
+    an output its caller keeps (as `.grad` keeps a first gradient) costs the next
+    call no ATen call for the block that replaces it; the block is still
+    recycled once that output is dropped."""
+    size, nbytes = (256, 512), 256 * 512 * 4
+    kept = out_pool.empty(size, (512, 1), torch.float32, nbytes)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        second = out_pool.empty(size, (512, 1), torch.float32, nbytes)
+    assert [e.name for e in prof.events() if e.name.startswith("aten::")] == []
+    assert second.data_ptr() != kept.data_ptr() and out_pool.reused == 0
+    second.fill_(2.0)
+    ptr = second.data_ptr()
+    del second
+    again = out_pool.empty(size, (512, 1), torch.float32, nbytes)
+    assert again.data_ptr() == ptr and out_pool.reused == 1
+    # Another dtype over the same block takes a base of its own.
+    del again
+    ints = out_pool.empty((256, 512), (512, 1), torch.int32, nbytes)
+    assert ints.dtype == torch.int32 and ints.data_ptr() == ptr

@@ -237,8 +237,14 @@ class Specializing:
                 run_pipeline(module, pipeline)
         from fusec.passes.canonical import has_sized_kernels
 
-        if not imported.shape_dependent and has_sized_kernels(module):
-            # Kernels that bake sizes (`fusec.passes.canonical`) serve these sizes only.
+        if (
+            not imported.shape_dependent
+            and not has_symbolic_sizes(self.gm)
+            and has_sized_kernels(module)
+        ):
+            # Kernels that bake sizes (`fusec.passes.canonical`) serve these
+            # sizes only. (In a graph with symbolic sizes, a size still static
+            # is one Dynamo guards itself.)
             imported.shape_dependent = True
         from fusec.runtime import program_cache
 
