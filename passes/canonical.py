@@ -59,8 +59,8 @@ input bakes its target sizes into the operand's view chain
 
 def has_sized_kernels(module: Operation) -> bool:
     """Whether a group of `module` holds an op of `SIZED_OPERANDS` or
-    `SIZED_RESULTS`: its program must
-    not serve other sizes (its kernels' keys hold these sizes)."""
+    `SIZED_RESULTS`: its program must not serve other sizes (its kernels' keys
+    hold these sizes)."""
     return any(
         op.name in SIZED_OPERANDS or op.name in SIZED_RESULTS
         for group in module.walk()

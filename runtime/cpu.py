@@ -70,10 +70,7 @@ def _dispatched_empty_strided(
     return torch.empty_strided(size, stride, dtype=dtype, device="cpu")
 
 
-_dynamo_guards = getattr(getattr(torch._C, "_dynamo", None), "guards", None)
-empty_strided_cpu: Any = (
-    getattr(_dynamo_guards, "_empty_strided_cpu", None) or _dispatched_empty_strided
-)
+empty_strided_cpu: Any = cpu_pool._empty_strided or _dispatched_empty_strided
 """`empty_strided_cpu(size, stride, dtype)`: an uninitialized CPU tensor. Torch's
 own allocation entry for generated code (Inductor's wrappers call it), which
 skips the Python argument parser and the dispatcher: about 0.7 us per output

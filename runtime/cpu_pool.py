@@ -125,12 +125,22 @@ class OutputPool:
             self.held = 0
 
 
+_generated_code_entries = getattr(getattr(torch._C, "_dynamo", None), "guards", None)
+"""Where torch keeps its entries for Inductor's generated code (None on a torch
+without them); the runtime's other modules take theirs from here."""
+
 _reinterpret: Callable[..., torch.Tensor] | None = getattr(
-    getattr(getattr(torch._C, "_dynamo", None), "guards", None), "_reinterpret_tensor", None
+    _generated_code_entries, "_reinterpret_tensor", None
 )
-"""Torch's entry for Inductor's generated code: a tensor over `x`'s storage with
-other sizes and strides, made without dispatch, so an output costs no ATen call
-(`torch.empty(0).set_(...)` costs two, counted by the profiler as the model's)."""
+"""A tensor over `x`'s storage with other sizes and strides, made without
+dispatch, so an output costs no ATen call (`torch.empty(0).set_(...)` costs
+two, counted by the profiler as the model's)."""
+
+_empty_strided: Callable[..., torch.Tensor] | None = getattr(
+    _generated_code_entries, "_empty_strided_cpu", None
+)
+"""`_empty_strided(size, stride, dtype)`: an uninitialized CPU tensor, made
+without the argument parser or the dispatcher."""
 
 
 class _Block:
@@ -156,11 +166,6 @@ class _Block:
         if base is None:
             base = self.bases[key] = torch.empty(0, dtype=dtype).set_(self.storage)
         return _reinterpret(base, size, stride, 0)
-
-
-_empty_strided: Callable[..., torch.Tensor] | None = getattr(
-    getattr(getattr(torch._C, "_dynamo", None), "guards", None), "_empty_strided_cpu", None
-)
 
 
 def _new_block(nbytes: int, dtype: torch.dtype) -> _Block:

@@ -2,8 +2,8 @@
 the output pool (`fusec.runtime.cpu_pool`) rather than fresh pages.
 
 A product's large result (`cpu_pool.MIN_BYTES` or more) comes from glibc's
-fresh pages on every call once the heap has trimmed, and on this 2-core VM their page faults
-cost more than the product: BERT's `[512, 128] x [128, 512]` feed-forward
+fresh pages on every call once the heap has trimmed, and on this 2-core VM
+their page faults cost more than the product: BERT's `[512, 128] x [128, 512]` feed-forward
 product took 2.5 ms in the model against 0.67 ms alone, where Inductor's
 `addmm(..., out=buf)` reuses its buffer. fusec's own kernels already take their
 large outputs from the pool; these steps do the same for `aten.linear` and

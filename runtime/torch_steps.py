@@ -29,7 +29,9 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
+from fusec.runtime import cpu_pool, pooled_products
 from fusec.runtime.operands import TORCH_DTYPES
+from fusec.runtime.pooled_products import SMALL_PRODUCT
 
 OpFn = Callable[..., tuple[Any, ...]]
 
@@ -251,9 +253,8 @@ def _dispatched_reinterpret(
     return x.as_strided(size, stride, x.storage_offset() + offset)
 
 
-_dynamo_guards = getattr(getattr(torch._C, "_dynamo", None), "guards", None)
 reinterpret: Callable[[torch.Tensor, Sequence[int], Sequence[int], int], torch.Tensor] = (
-    getattr(_dynamo_guards, "_reinterpret_tensor", None) or _dispatched_reinterpret
+    cpu_pool._reinterpret or _dispatched_reinterpret
 )
 """`reinterpret(x, size, stride, offset)`: a view of `x`'s storage with these
 sizes and strides, `offset` elements past `x`'s storage offset. Torch's own entry
@@ -362,22 +363,16 @@ def _embedding(op: OpInfo) -> OpFn:
     return lambda weight, indices: (torch.embedding(weight, indices),)
 
 
-def _pooled_linear(op: OpInfo) -> OpFn:
-    from fusec.runtime.pooled_products import SMALL_PRODUCT, linear
+def _product(plain: Callable[..., Any], pooled: Callable[..., Any]) -> Callable[[OpInfo], OpFn]:
+    """A matrix product's builder: the plain call where the op's static result is
+    small (`SMALL_PRODUCT`), else the call that writes a large result into the
+    output pool (`fusec.runtime.pooled_products`)."""
 
-    if op.props.get(SMALL_PRODUCT):
-        plain = F.linear
-        return lambda *xs: (plain(*xs),)
-    return lambda *xs: (linear(*xs),)
+    def build(op: OpInfo) -> OpFn:
+        fn = plain if op.props.get(SMALL_PRODUCT) else pooled
+        return lambda *xs: (fn(*xs),)
 
-
-def _pooled_mm(op: OpInfo) -> OpFn:
-    from fusec.runtime.pooled_products import SMALL_PRODUCT, mm
-
-    if op.props.get(SMALL_PRODUCT):
-        plain = torch.mm
-        return lambda a, b: (plain(a, b),)
-    return lambda a, b: (mm(a, b),)
+    return build
 
 
 def _foreach_copy(op: OpInfo) -> OpFn:
@@ -511,8 +506,8 @@ _BUILDERS: dict[str, Callable[[OpInfo], OpFn]] = {
     "embedding_dense_backward": _embedding_dense_backward,
     "copy": _copy,
     "foreach_copy": _foreach_copy,
-    "linear": _pooled_linear,
-    "mm": _pooled_mm,
+    "linear": _product(F.linear, pooled_products.linear),
+    "mm": _product(torch.mm, pooled_products.mm),
     "foreach_add": _foreach_add,
     "size": lambda op: lambda x: (x.shape,),
     "sym_size": _sym_size,

@@ -218,7 +218,8 @@ class Specializing:
         # call updates them once, as eager does.
         with rng_preserved(args), buffers_preserved(self.gm):
             imported = import_fx(self.gm, args, name)
-        if self.static_graph and not has_symbolic_sizes(self.gm):
+        symbolic = has_symbolic_sizes(self.gm)
+        if self.static_graph and not symbolic:
             # Its views' sizes are the trace's, and so are its calls' (exact keys
             # from here on): the program may bake strides (`view_layouts`).
             imported.shape_dependent = True
@@ -237,11 +238,7 @@ class Specializing:
                 run_pipeline(module, pipeline)
         from fusec.passes.canonical import has_sized_kernels
 
-        if (
-            not imported.shape_dependent
-            and not has_symbolic_sizes(self.gm)
-            and has_sized_kernels(module)
-        ):
+        if not imported.shape_dependent and not symbolic and has_sized_kernels(module):
             # Kernels that bake sizes (`fusec.passes.canonical`) serve these
             # sizes only. (In a graph with symbolic sizes, a size still static
             # is one Dynamo guards itself.)
