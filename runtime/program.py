@@ -77,6 +77,35 @@ class Step:
     """The index of the op it runs among its block's ops (-1: not known): which
     op a step is, now that steps may be dropped (views made from a root's
     sizes and strides need no step of their own)."""
+    deferred: DeferredProgram | None = None
+    """An "if" step's else-program not made yet (`branches` then holds only its
+    then-program): a program loaded from the warm-start cache makes it when a
+    guard first fails."""
+
+    def programs(self) -> tuple[HostProgram, ...]:
+        """The then- and else-programs of an "if" step (making a deferred one)."""
+        if self.deferred is None:
+            return self.branches
+        return (*self.branches, self.deferred.get())
+
+
+class DeferredProgram:
+    """An else-program made on first use, from `make`: in a program loaded from
+    the warm-start cache, an `scf.if`'s else-region (its group's ops through
+    PyTorch) runs only when its guard fails, and making every one of them was
+    most of a warm start's loading (the LSTM loop: 2,606 of 3,129 steps).
+    `fallback_groups` is what the made program's will be."""
+
+    def __init__(self, make: Callable[[], HostProgram], fallback_groups: list[str]):
+        self._make: Callable[[], HostProgram] | None = make
+        self._program: HostProgram | None = None
+        self.fallback_groups = fallback_groups
+
+    def get(self) -> HostProgram:
+        if self._program is None:
+            assert self._make is not None
+            self._program, self._make = self._make(), None
+        return self._program
 
 
 FUSED_TORCH_OPS = frozenset({"aten.scaled_dot_product_attention"})
@@ -114,9 +143,19 @@ class HostProgram:
     profiler runs). None, or a step without its op (a warm start), gives none."""
 
     def __post_init__(self) -> None:
-        self._run = _generate_run(self)
+        self._generated: Callable[[Sequence[Any]], list[Any]] | None = None
         self._runs_passing: dict[frozenset[int], Callable[[Sequence[Any]], list[Any]]] = {}
         self._runs_profiled: dict[frozenset[int], Callable[[Sequence[Any]], list[Any]]] = {}
+
+    def generated_run(self) -> Callable[[Sequence[Any]], list[Any]]:
+        """The program as one generated function, made on first use: the
+        then-program of an `scf.if` is written out inside its parent's run and
+        never needs one of its own, nor does an else-program whose guard never
+        fails (ViT-tiny's programs: 350, 174 of them then-programs)."""
+        run = self._generated
+        if run is None:
+            run = self._generated = _generate_run(self)
+        return run
 
     def improves_on_original(self) -> bool:
         """Whether running the program does better than running the original
@@ -126,6 +165,7 @@ class HostProgram:
         return self.launches > 0 or any(
             (step.kind == "torch" and step.name in FUSED_TORCH_OPS)
             or any(b.improves_on_original() for b in step.branches)
+            or (step.deferred is not None and step.deferred.get().improves_on_original())
             for step in self.steps
         )
 
@@ -165,7 +205,7 @@ class HostProgram:
 
     def __call__(self, args: Sequence[Any]) -> list[Any]:
         skipped = self.skipped_launches
-        results = self._run(args)
+        results = (self._generated or self.generated_run())(args)
         self.last_launches = self.launches - (self.skipped_launches - skipped)
         return results
 
@@ -174,7 +214,7 @@ class HostProgram:
         out: list[Step] = []
         for s in self.steps:
             out.append(s)
-            for branch in s.branches:
+            for branch in s.programs():
                 out += branch.all_steps()
         return out
 
@@ -195,7 +235,7 @@ class HostProgram:
         lines = [f"args {list(self.arg_slots)} consts {sorted(self.consts)}"]
         for s in self.steps:
             lines.append(f"  {s.kind:6} {s.name}: {list(s.ins)} -> {list(s.outs)}")
-            for label, branch in zip(("then", "else"), s.branches, strict=False):
+            for label, branch in zip(("then", "else"), s.programs(), strict=False):
                 sub = branch.describe().replace("\n", "\n      ")
                 lines.append(f"    {label}: {sub}")
         lines.append(f"  return {list(self.out_slots)}")
@@ -235,8 +275,9 @@ def assemble(
         elif step.kind == "group":
             fallback.append("fusion.group")
         elif step.kind == "if":
+            other = step.deferred or step.branches[1]
             launches += step.branches[0].launches
-            fallback += step.branches[0].fallback_groups + step.branches[1].fallback_groups
+            fallback += step.branches[0].fallback_groups + other.fallback_groups
     program_steps = [
         dataclasses.replace(step, free=tuple(sorted(frees[i]))) for i, step in enumerate(steps)
     ]
@@ -288,18 +329,21 @@ def guard_fn(
     return guard
 
 
-def if_fn(then: HostProgram, other: HostProgram, holder: RootHolder) -> Callable[..., list[Any]]:
-    """An `scf.if` step: its then- or else-program; kernels a failed guard skips
-    are counted on `holder.root`."""
+def if_fn(
+    then: HostProgram, other: HostProgram | DeferredProgram, holder: RootHolder
+) -> Callable[..., list[Any]]:
+    """An `scf.if` step: its then- or else-program (made on first use when
+    deferred); kernels a failed guard skips are counted on `holder.root`."""
     kernels = then.launches
 
     def run_if(cond: bool, *xs: Any) -> list[Any]:
         if cond:
-            return then._run(xs)
+            return then.generated_run()(xs)
         if kernels:
             assert holder.root is not None
             holder.root.skipped_launches += kernels
-        return other._run(xs)
+        made = other if isinstance(other, HostProgram) else other.get()
+        return made.generated_run()(xs)
 
     return run_if
 
@@ -419,7 +463,7 @@ def _generate_run(
     events: _Events | None = None
     if profiled:
         events = _Events(program.group_key)
-    elif any(s.kind == "kernel" for s in program.all_steps()):
+    elif program.launch_steps():  # else-programs have runs (and this check) of their own
         env["PROFILING"] = profiler_events.enabled
         env["PROFILED"] = functools.partial(program.run_profiled, passing)
         lines += ["    if PROFILING():", "        return PROFILED(args)"]

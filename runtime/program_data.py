@@ -21,11 +21,13 @@ that is malformed raises `NotData` too, and callers treat both as a miss.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from fusec.runtime.program import (
+    DeferredProgram,
     HostProgram,
     InputCheck,
     RootHolder,
@@ -106,7 +108,7 @@ def _step_to_data(step: Step, kernel_key: KernelKey, opaque_data: OpaqueData) ->
         d["checks"] = [_check_to_data(c) for c in recipe[1]]
         d["what"] = recipe[2]
     elif what == "if":
-        d["branches"] = [program_to_data(b, kernel_key, opaque_data) for b in step.branches]
+        d["branches"] = [program_to_data(b, kernel_key, opaque_data) for b in step.programs()]
     elif what == "opaque":
         d["node"], d["call"] = recipe[1], opaque_data(recipe[1])
         if recipe[2:] == ("reused",):
@@ -172,6 +174,7 @@ class _Loader:
         kind, name = str(d["kind"]), str(d["name"])
         ins, outs = tuple(int(i) for i in d["ins"]), tuple(int(i) for i in d["outs"])
         branches: tuple[HostProgram, ...] = ()
+        deferred: DeferredProgram | None = None
         fn: Callable[..., Any]
         if kind == "torch":
             info = OpInfo.from_json(d["op"])
@@ -195,18 +198,35 @@ class _Loader:
             fn = guard_fn(checks, what, f"{what}#{self.guards}", self.holder)
             recipe = ("guard", checks, what)
         elif kind == "if":
-            then, other = (self.program(b) for b in d["branches"])
-            branches = (then, other)
-            if len(ins) != len(then.arg_slots) + 1 or len(other.arg_slots) != len(then.arg_slots):
+            then_data, else_data = d["branches"]
+            then = self.program(then_data)
+            branches = (then,)
+            if len(ins) != len(then.arg_slots) + 1 or len(else_data["args"]) != len(then.arg_slots):
                 raise NotData("an if step whose branches do not take its operands")
-            fn, recipe = if_fn(then, other, self.holder), ("if",)
+            deferred = DeferredProgram(
+                functools.partial(self.program, else_data), _fallback_groups(else_data)
+            )
+            fn, recipe = if_fn(then, deferred, self.holder), ("if",)
         elif kind == "opaque":
             fn, recipe = self.opaque_call(d["call"]), ("opaque", str(d["node"]))
             if d.get("reused"):  # `fusec.codegen.torch_ops.reusable`
                 fn, recipe = reused_result(fn), (*recipe, "reused")
         else:
             raise NotData(f"unknown step kind {kind!r}")
-        return Step(fn, ins, outs, (), kind, name, branches, recipe, int(d["at"]))
+        return Step(fn, ins, outs, (), kind, name, branches, recipe, int(d["at"]), deferred)
+
+
+def _fallback_groups(d: dict[str, Any]) -> list[str]:
+    """The `fallback_groups` of the program `d` holds, without making it (as
+    `fusec.runtime.program.assemble` counts them)."""
+    out: list[str] = []
+    for step in d["steps"]:
+        if step["kind"] == "group":
+            out.append("fusion.group")
+        elif step["kind"] == "if":
+            for branch in step["branches"]:
+                out += _fallback_groups(branch)
+    return out
 
 
 def _check_kernel_step(kernel: Any, ins: tuple[int, ...], outs: tuple[int, ...]) -> None:

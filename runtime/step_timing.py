@@ -1,6 +1,6 @@
 """A host program run step by step under a clock, for `fusec.explain(profile=True)`.
 
-The ordinary call runs the program's generated function (`HostProgram._run`),
+The ordinary call runs the program's generated function (`HostProgram.generated_run`),
 which has no clock in it; this is a second, slower run loop over the same steps
 and slots, built only when a profile is asked for, so the normal call path pays
 nothing for it. Each top-level step is timed on its own:

@@ -108,6 +108,39 @@ def test_equal_sources_share_one_entry_that_goes_with_the_last_function():
     assert name not in linecache.cache and name not in host_code.live_files()
 
 
+def test_equal_sources_are_compiled_once_and_keep_their_own_globals(monkeypatch):
+    compiled = []
+    real = compile
+
+    def counted(*args, **kwargs):
+        compiled.append(args[1])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr("builtins.compile", counted)
+    source = "def scaled(x):\n    return x * K\n"
+    fns = [host_code.define(source, {"K": k}, "scaled", "test") for k in (2, 3)]
+    assert len(compiled) == 1  # one code object ...
+    assert fns[0].__code__ is fns[1].__code__
+    assert [fn(5) for fn in fns] == [10, 15]  # ... run with each function's globals
+    del fns
+    gc.collect()
+    host_code.define(source, {"K": 4}, "scaled", "test")
+    assert len(compiled) == 2  # the code went with its last function
+
+
+def test_then_programs_written_out_inline_get_no_run_of_their_own():
+    f = fusec.compile(checked_relu)
+    x = torch.full((4,), 2.0)
+    for _ in range(2):
+        torch.testing.assert_close(f(x), checked_relu(x))
+    program = f.last.program
+    ifs = [s for s in program.steps if s.kind == "if"]
+    assert ifs and program._generated is not None
+    for step in ifs:
+        then, other = step.programs()
+        assert then._generated is None and other._generated is None
+
+
 def test_recompiling_does_not_grow_linecache():
     x = torch.full((4,), 2.0)
 

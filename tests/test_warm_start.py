@@ -277,6 +277,31 @@ def test_a_loaded_kernel_step_runs_its_group_body_when_the_kernel_declines(cache
         torch.testing.assert_close(k, b)
 
 
+def test_a_loaded_program_makes_an_else_program_when_its_guard_first_fails(cache_dir):
+    """A warm start defers each `scf.if`'s else-program (the group's ops through
+    PyTorch, run when its guard fails): it is made on that first failure and
+    computes what the kernel does."""
+    args = _args()
+    fusec.compile(lstm_tail)(*args)
+    cache_mod.reset()
+    g = fusec.compile(lstm_tail)
+    _check(g(*args), lstm_tail(*args))
+    program = g.last.program
+    (guarded,) = [s for s in program.steps if s.kind == "if"]
+    assert guarded.deferred is not None and guarded.deferred._program is None
+    assert len(guarded.branches) == 1 and program.fallback_groups == []
+    values = dict(zip(program.arg_slots, args, strict=True))
+    operands = [values[i] for i in guarded.ins[1:]]
+    by_kernel = guarded.fn(True, *operands)
+    assert guarded.deferred._program is None
+    by_ops = guarded.fn(False, *operands)
+    assert guarded.deferred._program is not None
+    assert len(by_kernel) == len(by_ops) == 2
+    for k, b in zip(by_kernel, by_ops, strict=True):
+        torch.testing.assert_close(k, b)
+    assert "else:" in program.describe()
+
+
 _MODES_CHILD = textwrap.dedent(
     """
     import copy, json, sys

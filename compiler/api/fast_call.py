@@ -192,7 +192,7 @@ def fast_path(
         "grad_enabled": torch.is_grad_enabled,
         "G": grad,
         "program": program,
-        "run": program._run,  # or, below, the run that skips guards the checks imply
+        "run": program.generated_run(),  # or, below, the run that skips guards the checks imply
         "owner": owner,
         "spec": spec,
         "fill": spec.fill,
