@@ -102,10 +102,16 @@ class DeferredProgram:
         self.fallback_groups = fallback_groups
 
     def get(self) -> HostProgram:
-        if self._program is None:
-            assert self._make is not None
-            self._program, self._make = self._make(), None
-        return self._program
+        program = self._program
+        if program is None:
+            make = self._make
+            if make is None:  # another thread made it meanwhile (`_program` is set first)
+                program = self._program
+            else:
+                program = self._program = make()
+                self._make = None
+        assert program is not None
+        return program
 
 
 FUSED_TORCH_OPS = frozenset({"aten.scaled_dot_product_attention"})
