@@ -11,6 +11,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import fusec
 import pytest
@@ -256,18 +257,25 @@ def test_a_warm_started_function_says_why_it_is_not_explained(cache_dir):
     assert "kernel" in full and "not explained" not in full
 
 
-def test_a_loaded_kernel_step_runs_its_group_body_when_the_kernel_declines(cache_dir):
+def _loaded_guarded_step() -> tuple[Any, Any, list[torch.Tensor]]:
+    """The program `lstm_tail` loads from the warm-start cache in a (seemingly)
+    new process, its one `scf.if` step, and that step's operands in a call."""
     args = _args()
     fusec.compile(lstm_tail)(*args)
     cache_mod.reset()
     g = fusec.compile(lstm_tail)
     _check(g(*args), lstm_tail(*args))
-    program = g.last.program
     assert g.last.imported is None  # loaded, not compiled
+    program = g.last.program
     (guarded,) = [s for s in program.steps if s.kind == "if"]
     values = dict(zip(program.arg_slots, args, strict=True))
+    return program, guarded, [values[i] for i in guarded.ins[1:]]
+
+
+def test_a_loaded_kernel_step_runs_its_group_body_when_the_kernel_declines(cache_dir):
+    _, guarded, operands = _loaded_guarded_step()
     then = guarded.branches[0]
-    inner = dict(zip(then.arg_slots, [values[i] for i in guarded.ins[1:]], strict=True))
+    inner = dict(zip(then.arg_slots, operands, strict=True))
     (kernel_step,) = [s for s in then.steps if s.kind == "kernel"]
     inputs = [inner[i] for i in kernel_step.ins]
     by_kernel = kernel_step.fn(*inputs)
@@ -281,17 +289,9 @@ def test_a_loaded_program_makes_an_else_program_when_its_guard_first_fails(cache
     """A warm start defers each `scf.if`'s else-program (the group's ops through
     PyTorch, run when its guard fails): it is made on that first failure and
     computes what the kernel does."""
-    args = _args()
-    fusec.compile(lstm_tail)(*args)
-    cache_mod.reset()
-    g = fusec.compile(lstm_tail)
-    _check(g(*args), lstm_tail(*args))
-    program = g.last.program
-    (guarded,) = [s for s in program.steps if s.kind == "if"]
+    program, guarded, operands = _loaded_guarded_step()
     assert guarded.deferred is not None and guarded.deferred._program is None
     assert len(guarded.branches) == 1 and program.fallback_groups == []
-    values = dict(zip(program.arg_slots, args, strict=True))
-    operands = [values[i] for i in guarded.ins[1:]]
     by_kernel = guarded.fn(True, *operands)
     assert guarded.deferred._program is None
     by_ops = guarded.fn(False, *operands)
